@@ -1,0 +1,1 @@
+"""Collectors: pcaps, ss, nstat and iperf3 output to reordering and buffer metrics."""

@@ -1,0 +1,3 @@
+"""mprig: Wi-Fi/cellular testbed orchestration for Multipath TCP."""
+
+__version__ = "0.1.0"

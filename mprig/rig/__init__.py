@@ -1,0 +1,1 @@
+"""Rigs: the virtual rig of network namespaces, lab inventories, SSH hosts."""

@@ -1,0 +1,84 @@
+"""The interface between the runner and the machines of a rig (virtual or lab).
+
+Every host is reached the same way: over SSH with connection multiplexing. The virtual rig
+and a lab inventory both produce a `Rig`; the runner only sees this module's types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of a command on a host."""
+
+    argv: tuple[str, ...]  # the command as run (already quoted for the remote shell)
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float  # wall time
+
+
+class Background(Protocol):
+    """A long-running command on a host (tcpdump, iperf3 -s, the ss sampler)."""
+
+    def stop(self, *, signal: str = "INT", timeout: float = 5.0) -> Result:
+        """Signal the command, wait for it to exit, return its outcome."""
+        ...
+
+    def wait(self, timeout: float) -> Result:
+        """Wait for a natural exit; raises HostError on timeout."""
+        ...
+
+
+class Host(Protocol):
+    """One machine of a rig, reached over SSH."""
+
+    name: str  # inventory name: client, server, ap, cell, r3 ...
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float = 30.0,
+        check: bool = True,
+        input: bytes | None = None,
+    ) -> Result:
+        """Run argv (each element quoted with shlex.quote) and wait; HostError on failure."""
+        ...
+
+    def start(self, argv: Sequence[str], *, log: str) -> Background:
+        """Start argv in the background; its stdout and stderr go to the remote file `log`."""
+        ...
+
+    def fetch(self, remote: str, local: FsPath) -> None:
+        """Copy a remote file to a local path."""
+        ...
+
+
+@dataclass(frozen=True)
+class PathLink:
+    """Where one spec path lives on the rig."""
+
+    name: str  # spec path name
+    kind: str  # wifi | cellular | wired
+    client_if: str  # client interface, e.g. wlan0, wwan0, eth1
+    client_addr: str  # client address on this path
+    router: str  # host that impairs this path (ap, cell, r3 ...)
+    router_client_if: str  # router interface facing the client (egress = download)
+    router_server_if: str  # router interface facing the server (egress = upload)
+
+
+@dataclass(frozen=True)
+class Rig:
+    """A rig ready for runs."""
+
+    name: str  # rig name; virtual rig namespaces are mprig-<name>-<host>
+    hosts: dict[str, Host]  # by inventory name; always has "client" and "server"
+    paths: tuple[PathLink, ...]
+    server_addr: str  # address iperf3 and bulk transfers connect to
+    mode: str  # "lab", "virtual-native" or "virtual-vm"

@@ -1,0 +1,1 @@
+"""Reports: tables, figures, paper comparisons and regression verdicts."""
