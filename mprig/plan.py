@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mprig.spec import Capture, Path, Traffic, Variant
+from mprig.spec import Campaign, Capture, Path, Traffic, Variant, apply_point, sweep_points
 
 
 @dataclass(frozen=True)
@@ -21,3 +26,80 @@ class Run:
     traffic: Traffic
     capture: Capture
     point: dict[str, Any] = field(default_factory=dict)  # sweep axis -> value of this run
+
+
+def expand(campaign: Campaign) -> list[Run]:
+    """Every run of the campaign, in execution order (sequential or seeded shuffle).
+
+    Sequential order is sweep point, then variant, then repetition (innermost).
+    """
+    runs: list[Run] = []
+    for point in sweep_points(campaign.sweep):
+        applied = apply_point(campaign, point)
+        shared = _canonical(applied, point)
+        for variant in applied.variants:
+            for repetition in range(1, campaign.repetitions + 1):
+                runs.append(_run(applied, variant, point, repetition, shared))
+    if campaign.order == "shuffle":
+        random.Random(campaign.seed).shuffle(runs)
+    return [dataclasses.replace(run, index=i) for i, run in enumerate(runs)]
+
+
+def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
+    """The parameters every run of one sweep point shares, as plain JSON values."""
+    return {
+        "paths": [p.model_dump(mode="json") for p in applied.paths],
+        "traffic": applied.traffic.model_dump(mode="json"),
+        "capture": applied.capture.model_dump(mode="json"),
+        "point": point,
+    }
+
+
+def _run(
+    applied: Campaign,
+    variant: Variant,
+    point: dict[str, Any],
+    repetition: int,
+    shared: dict[str, Any],
+) -> Run:
+    params = {**shared, "variant": variant.model_dump(mode="json"), "repetition": repetition}
+    run_id = make_run_id(variant.name, point, repetition, params)
+    return Run(
+        run_id=run_id,
+        index=0,
+        repetition=repetition,
+        seed=run_seed(applied.seed, run_id),
+        variant=variant,
+        paths=applied.paths,
+        traffic=applied.traffic,
+        capture=applied.capture,
+        point=dict(point),
+    )
+
+
+def make_run_id(variant: str, point: dict[str, Any], repetition: int, params: Any) -> str:
+    """`<variant>-<short point>-r<rep>-<8 hex>`: readable, unique, a safe directory name.
+
+    The hash covers the canonical JSON of every parameter, so editing the spec changes the
+    id (and a resumed campaign redoes the runs whose parameters changed).
+    """
+    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    short = "-".join(f"{_axis_label(k)}_{_slug(v)}" for k, v in point.items())[:80]
+    middle = f"-{short.strip('-')}" if short else ""
+    return f"{variant}{middle}-r{repetition}-{digest}"
+
+
+def _axis_label(key: str) -> str:
+    """`paths.wifi.down.delay_ms` -> `wifi.down.delay_ms`; `variants.cc` -> `cc`."""
+    return _slug(key.split(".", 1)[1] if "." in key else key)
+
+
+def _slug(value: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9._]+", "_", str(value))
+
+
+def run_seed(campaign_seed: int, run_id: str) -> int:
+    """A 32-bit seed for one run, from the campaign seed and the run id."""
+    digest = hashlib.sha256(f"{campaign_seed}/{run_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")

@@ -1,25 +1,84 @@
-"""Campaign spec: the YAML schema of an mprig campaign (pydantic v2).
+"""Campaign spec: the YAML schema of an mprig campaign (pydantic v2) and its loader.
 
-This module holds the models only; loading YAML with file:line errors lives in
-`load_campaign` below (see `mprig.errors.SpecError`).
+`load_campaign` reads a file and returns a validated `Campaign`; every problem becomes one
+`mprig.errors.SpecError` line naming file:line, the field and what is allowed. The YAML is
+composed into a node tree first (keeping line marks), checked for aliases, duplicate keys
+and depth, and only then constructed and validated.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import itertools
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+
+from mprig.errors import SpecError
+
+MAX_RUNS = 100_000  # plan size cap: a campaign expanding to more runs is an error
+MAX_FILE_BYTES = 256 * 1024  # a campaign file is small; larger input is refused unread
+MAX_DEPTH = 32  # YAML nesting depth limit (campaigns need about 5)
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
 """A path or variant name: lower case, digits, underscore; safe in ids, files and shells."""
 
 CampaignName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 
+Token = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+"""A kernel identifier (congestion control, scheduler, preset): lands in sysctl values."""
+
+
+def _scalar_to_str(value: object) -> object:
+    """Let `tcp_dsack: 0` mean "0": sysctl values are strings, YAML gives ints and bools."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+SysctlKey = Annotated[str, Field(pattern=r"^(net|vm)\.[a-z0-9_.]+$", max_length=128)]
+SysctlValue = Annotated[
+    str,
+    BeforeValidator(_scalar_to_str),
+    Field(pattern=r"^[A-Za-z0-9 _.:,/-]*$", max_length=256),
+]
+
+PATTERN_HELP = {
+    r"^[a-z][a-z0-9_]{0,15}$": "a lower-case letter, then up to 15 of a-z 0-9 _",
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$": "a letter or digit, then up to 63 of A-Z a-z 0-9 _ . -",
+    r"^[a-z][a-z0-9_]{0,31}$": "a lower-case letter, then up to 31 of a-z 0-9 _",
+    r"^(net|vm)\.[a-z0-9_.]+$": "a sysctl under net. or vm. (a-z 0-9 _ .)",
+    r"^[A-Za-z0-9 _.:,/-]*$": "letters, digits, spaces and _ . : , / -",
+}
+
 
 class StrictModel(BaseModel):
     """Base of every spec model: unknown keys are errors, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class SpecIssue(ValueError):
+    """A validator's complaint about a location below the model that raised it."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc, self.message = loc, message
 
 
 class Direction(StrictModel):
@@ -32,8 +91,15 @@ class Direction(StrictModel):
     limit_pkts: int = Field(default=1000, ge=1, le=1_000_000)  # netem queue limit, packets
 
 
+DIRECTION_FIELDS: tuple[str, ...] = tuple(Direction.model_fields)
+
+
 class Path(StrictModel):
-    """One network path between client and server (one client interface, one router)."""
+    """One network path between client and server (one client interface, one router).
+
+    Direction fields given at path level apply to both directions; `down:` and `up:`
+    mappings override them field by field.
+    """
 
     name: Name  # e.g. wifi, cell, wired1
     kind: Literal["wifi", "cellular", "wired"]  # decides the client interface name
@@ -41,6 +107,19 @@ class Path(StrictModel):
     up: Direction  # client -> server direction
     distance_m: float | None = Field(default=None, gt=0, le=10_000)  # wifi: distance to the AP
     wifi_standard: Literal["11b", "11g"] | None = None  # wifi: PHY used by the channel model
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in DIRECTION_FIELDS):
+            return data
+        shared = {k: v for k, v in data.items() if k in DIRECTION_FIELDS}
+        rest = {k: v for k, v in data.items() if k not in DIRECTION_FIELDS}
+        for direction in ("down", "up"):
+            override = rest.get(direction) or {}
+            if isinstance(override, dict):
+                rest[direction] = {**shared, **override}
+        return rest
 
 
 class Variant(StrictModel):
@@ -50,13 +129,25 @@ class Variant(StrictModel):
     protocol: Literal["mptcp", "tcp"] = "mptcp"
     path: Name | None = None  # tcp: the one path it uses (required for tcp)
     paths: tuple[Name, ...] | None = None  # mptcp: paths with a subflow endpoint (default all)
-    cc: str = "cubic"  # net.ipv4.tcp_congestion_control
-    scheduler: str | None = None  # net.mptcp.scheduler, where the kernel has it
-    path_manager: str = "kernel"  # net.mptcp.pm_type: kernel | userspace
-    recovery: str | None = None  # reordering-recovery preset (nopr, dsack, frto, eifel)
-    sysctls: dict[str, str] = Field(default_factory=dict)  # extra sysctls, client and server
+    cc: Token = "cubic"  # net.ipv4.tcp_congestion_control
+    scheduler: Token | None = None  # net.mptcp.scheduler, where the kernel has it
+    path_manager: Literal["kernel", "userspace"] = "kernel"  # net.mptcp.pm_type
+    recovery: Token | None = None  # reordering-recovery preset (nopr, dsack, frto, eifel)
+    sysctls: dict[SysctlKey, SysctlValue] = Field(default_factory=dict)  # client and server
     rmem: int | None = Field(default=None, ge=4096, le=1 << 30)  # receive buffer max, bytes
     wmem: int | None = Field(default=None, ge=4096, le=1 << 30)  # send buffer max, bytes
+
+    @model_validator(mode="after")
+    def _protocol_fields(self) -> Variant:
+        if self.protocol == "tcp" and self.path is None:
+            raise SpecIssue(("path",), "a tcp variant needs `path: <path name>`")
+        if self.protocol == "tcp" and self.paths is not None:
+            raise SpecIssue(("paths",), "`paths` is for mptcp variants; tcp uses `path`")
+        if self.protocol == "mptcp" and self.path is not None:
+            raise SpecIssue(("path",), "`path` is for tcp variants; mptcp uses `paths`")
+        if self.paths is not None and not self.paths:
+            raise SpecIssue(("paths",), "must name at least one path (or leave it out: all)")
+        return self
 
 
 class Traffic(StrictModel):
@@ -67,6 +158,14 @@ class Traffic(StrictModel):
     duration_s: float = Field(default=10, gt=0, le=86_400)  # iperf3 -t
     omit_s: float = Field(default=0, ge=0, le=3_600)  # iperf3 -O
     bytes: int | None = Field(default=None, gt=0, le=1 << 40)  # bulk: size, sha256 checked
+
+    @model_validator(mode="after")
+    def _tool_fields(self) -> Traffic:
+        if self.tool == "bulk" and self.bytes is None:
+            raise SpecIssue(("bytes",), "tool bulk needs `bytes: <size>`")
+        if self.tool == "iperf3" and self.omit_s >= self.duration_s:
+            raise SpecIssue(("omit_s",), f"must be < duration_s ({self.duration_s:g})")
+        return self
 
 
 class Capture(StrictModel):
@@ -92,13 +191,16 @@ class Range(StrictModel):
     step: float = Field(gt=0)
 
 
+AxisValue = float | int | str
+
+
 class Sweep(StrictModel):
     """Axes to sweep. An axis names a field: `paths.<name>.<field>` (both directions),
     `paths.<name>.down.<field>`, `variants.<field>` (every variant) or
     `variants.<name>.<field>`; its values are a list or a range."""
 
     mode: Literal["cartesian", "zip"] = "cartesian"
-    axes: dict[str, tuple[float | int | str, ...] | Range]
+    axes: dict[str, tuple[AxisValue, ...] | Range] = Field(min_length=1, max_length=16)
 
 
 class Campaign(StrictModel):
@@ -116,3 +218,522 @@ class Campaign(StrictModel):
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     order: Literal["sequential", "shuffle"] = "sequential"
     references: tuple[str, ...] = ()  # reports/references entries this campaign reproduces
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Campaign:
+        _check_unique("paths", [p.name for p in self.paths])
+        _check_unique("variants", [v.name for v in self.variants])
+        _check_variant_refs(self.variants, [p.name for p in self.paths])
+        if self.sweep is not None:
+            _check_sweep(self, self.sweep)
+        return self
+
+
+# ---------------------------------------------------------------- cross-reference checks
+
+
+def _check_unique(section: str, names: list[str]) -> None:
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise SpecIssue((section, i, "name"), f"duplicate name {name!r}")
+
+
+def _check_variant_refs(variants: tuple[Variant, ...], path_names: list[str]) -> None:
+    known = ", ".join(path_names)
+    for i, v in enumerate(variants):
+        if v.path is not None and v.path not in path_names:
+            raise SpecIssue(("variants", i, "path"), f"no path named {v.path!r}; paths: {known}")
+        for name in v.paths or ():
+            if name not in path_names:
+                msg = f"no path named {name!r}; paths: {known}"
+                raise SpecIssue(("variants", i, "paths"), msg)
+        if v.paths is not None and len(set(v.paths)) != len(v.paths):
+            raise SpecIssue(("variants", i, "paths"), "names a path twice")
+
+
+def _check_sweep(campaign: Campaign, sweep: Sweep) -> None:
+    lengths: list[int] = []
+    for key, spec in sweep.axes.items():
+        loc: tuple[str | int, ...] = ("sweep", "axes", key)
+        try:
+            parse_axis(key, campaign)
+            values = axis_values(spec)
+        except ValueError as e:
+            raise SpecIssue(loc, str(e)) from None
+        if sweep.mode == "cartesian" and len(set(values)) != len(values):
+            raise SpecIssue(loc, "lists a value twice")
+        for value in values:
+            _check_axis_value(campaign, key, value, loc)
+        lengths.append(len(values))
+    _check_sweep_size(campaign, sweep, lengths)
+
+
+def _check_axis_value(
+    campaign: Campaign, key: str, value: AxisValue, loc: tuple[str | int, ...]
+) -> None:
+    try:
+        applied = apply_point(campaign, {key: value})
+        _check_variant_refs(applied.variants, [p.name for p in applied.paths])
+    except ValidationError as e:
+        raise SpecIssue(loc, f"value {value!r}: {describe_validation(e)}") from None
+    except SpecIssue as e:
+        raise SpecIssue(loc, f"value {value!r}: {e.message}") from None
+
+
+def _check_sweep_size(campaign: Campaign, sweep: Sweep, lengths: list[int]) -> None:
+    if sweep.mode == "zip" and len(set(lengths)) > 1:
+        shown = ", ".join(f"{k}: {n}" for k, n in zip(sweep.axes, lengths, strict=True))
+        raise SpecIssue(("sweep", "mode"), f"zip needs axes of equal length, got {shown}")
+    points = lengths[0] if sweep.mode == "zip" else math.prod(lengths)
+    runs = points * len(campaign.variants) * campaign.repetitions
+    if runs > MAX_RUNS:
+        msg = (
+            f"plan has {runs} runs ({points} sweep points x {len(campaign.variants)} variants"
+            f" x {campaign.repetitions} repetitions); the limit is {MAX_RUNS}"
+        )
+        raise SpecIssue(("sweep",), msg)
+
+
+# ---------------------------------------------------------------- sweep axes
+
+
+SWEEP_SYNTAX = (
+    "an axis is paths.<path>.<field>, paths.<path>.down|up.<field>, "
+    "variants.<field>, variants.<variant>.<field> or traffic.<field>"
+)
+PATH_AXIS_FIELDS = (*DIRECTION_FIELDS, "distance_m", "wifi_standard")
+VARIANT_AXIS_FIELDS = tuple(f for f in Variant.model_fields if f != "name")
+TRAFFIC_AXIS_FIELDS = tuple(Traffic.model_fields)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A parsed sweep axis: which field of which model(s) it sets."""
+
+    section: Literal["paths", "variants", "traffic"]
+    target: str | None  # path or variant name; None: every variant
+    direction: Literal["down", "up"] | None  # paths: one direction, None: both
+    field: str
+    sysctl: str | None = None  # variants.[<name>.]sysctls.<key>
+
+
+def parse_axis(key: str, campaign: Campaign) -> Axis:
+    """Parse an axis name against the campaign's paths and variants; ValueError if bad."""
+    section, _, rest = key.partition(".")
+    if section == "paths":
+        return _parse_path_axis(rest, [p.name for p in campaign.paths])
+    if section == "variants":
+        return _parse_variant_axis(rest, [v.name for v in campaign.variants])
+    if section == "traffic" and rest in TRAFFIC_AXIS_FIELDS:
+        return Axis("traffic", None, None, rest)
+    if section == "traffic":
+        raise ValueError(
+            f"unknown traffic field {rest!r}; fields: {', '.join(TRAFFIC_AXIS_FIELDS)}"
+        )
+    raise ValueError(f"cannot sweep {key!r}; {SWEEP_SYNTAX}")
+
+
+def _parse_path_axis(rest: str, names: list[str]) -> Axis:
+    target, _, field = rest.partition(".")
+    if target not in names:
+        raise ValueError(f"no path named {target!r}; paths: {', '.join(names)}")
+    direction, _, sub = field.partition(".")
+    if direction in ("down", "up") and sub in DIRECTION_FIELDS:
+        return Axis("paths", target, "down" if direction == "down" else "up", sub)
+    if field in PATH_AXIS_FIELDS:
+        return Axis("paths", target, None, field)
+    allowed = ", ".join(PATH_AXIS_FIELDS)
+    raise ValueError(f"unknown path field {field!r}; fields: {allowed} (or down.<f>, up.<f>)")
+
+
+def _parse_variant_axis(rest: str, names: list[str]) -> Axis:
+    head, _, tail = rest.partition(".")
+    target = head if head in names and tail else None
+    field = tail if target else rest
+    fname, _, sysctl = field.partition(".")
+    if fname == "sysctls" and re.fullmatch(r"(net|vm)\.[a-z0-9_.]+", sysctl):
+        return Axis("variants", target, None, fname, sysctl)
+    if fname in VARIANT_AXIS_FIELDS and not sysctl:
+        return Axis("variants", target, None, fname)
+    allowed = ", ".join(VARIANT_AXIS_FIELDS)
+    raise ValueError(
+        f"unknown variant field {field!r}; fields: {allowed}, sysctls.<net.* key>"
+        f" (variants: {', '.join(names)})"
+    )
+
+
+def axis_values(spec: tuple[AxisValue, ...] | Range) -> tuple[AxisValue, ...]:
+    """The values of one axis; a range is inclusive and rounded to 9 decimals."""
+    if not isinstance(spec, Range):
+        if not spec:
+            raise ValueError("needs at least one value")
+        return spec
+    if spec.stop < spec.start:
+        raise ValueError(f"range stop {spec.stop:g} is below start {spec.start:g}")
+    count = math.floor((spec.stop - spec.start) / spec.step + 1e-9) + 1
+    if count > MAX_RUNS:
+        raise ValueError(f"range has {count} values; the limit is {MAX_RUNS}")
+    return tuple(_tidy(round(spec.start + i * spec.step, 9)) for i in range(count))
+
+
+def _tidy(value: float) -> AxisValue:
+    return int(value) if value.is_integer() else value
+
+
+def sweep_points(sweep: Sweep | None) -> list[dict[str, AxisValue]]:
+    """Every point of the sweep (axis -> value), in axis order; [{}] without a sweep."""
+    if sweep is None:
+        return [{}]
+    keys = list(sweep.axes)
+    values = [axis_values(sweep.axes[k]) for k in keys]
+    combos = zip(*values, strict=True) if sweep.mode == "zip" else itertools.product(*values)
+    return [dict(zip(keys, combo, strict=True)) for combo in combos]
+
+
+def apply_point(campaign: Campaign, point: Mapping[str, AxisValue]) -> Campaign:
+    """The campaign with a sweep point's values substituted and re-validated per model.
+
+    Raises pydantic.ValidationError when a value does not fit its field.
+    """
+    if not point:
+        return campaign
+    paths = [p.model_dump() for p in campaign.paths]
+    variants = [v.model_dump() for v in campaign.variants]
+    traffic = campaign.traffic.model_dump()
+    for key, value in point.items():
+        axis = parse_axis(key, campaign)
+        if axis.section == "paths":
+            _set_path(paths, axis, value)
+        elif axis.section == "variants":
+            _set_variant(variants, axis, value)
+        else:
+            traffic[axis.field] = value
+    return campaign.model_copy(
+        update={
+            "paths": tuple(Path.model_validate(p) for p in paths),
+            "variants": tuple(Variant.model_validate(v) for v in variants),
+            "traffic": Traffic.model_validate(traffic),
+        }
+    )
+
+
+def _set_path(paths: list[dict[str, Any]], axis: Axis, value: AxisValue) -> None:
+    path = next(p for p in paths if p["name"] == axis.target)
+    if axis.field not in DIRECTION_FIELDS:
+        path[axis.field] = value
+        return
+    for direction in (axis.direction,) if axis.direction else ("down", "up"):
+        path[direction][axis.field] = value
+
+
+def _set_variant(variants: list[dict[str, Any]], axis: Axis, value: AxisValue) -> None:
+    for variant in variants:
+        if axis.target not in (None, variant["name"]):
+            continue
+        if axis.sysctl:
+            variant["sysctls"] = {**variant["sysctls"], axis.sysctl: value}
+        else:
+            variant[axis.field] = value
+
+
+# ---------------------------------------------------------------- loading YAML
+
+
+class _YamlProblem(Exception):
+    """A problem found while reading the YAML text, at a 1-based line."""
+
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (no alias bombs) and deep nesting."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def _line(self) -> int:
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        return event.start_mark.line + 1 if event.start_mark else 1
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            line = self._line()
+            raise _YamlProblem(line, "YAML aliases (*name) are not allowed; write the value out")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _YamlProblem(self._line(), f"nesting deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_campaign(path: str | FsPath) -> Campaign:
+    """Read and validate a campaign file; SpecError (one line, file:line) if invalid."""
+    name = str(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise SpecError(name, None, "", f"cannot read the file: {e.strerror}") from None
+    return parse_campaign(raw, name)
+
+
+def parse_campaign(text: str | bytes, filename: str = "<campaign>") -> Campaign:
+    """Validate campaign YAML text; `filename` is used in error messages."""
+    try:
+        data, lines = _read_yaml(_decode(text), filename)
+    except _YamlProblem as e:
+        raise SpecError(filename, e.line, "", _one_line(e.message)) from None
+    try:
+        return Campaign.model_validate(data)
+    except ValidationError as e:
+        raise _spec_error(e, filename, lines, data) from None
+
+
+def _decode(text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        text = _decode_bytes(text)
+    bad_char = re.search(
+        r"[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]", text
+    )
+    if bad_char:
+        line = text.count("\n", 0, bad_char.start()) + 1
+        code = ord(bad_char.group())
+        raise _YamlProblem(line, f"control character U+{code:04X}: binary data, not YAML text")
+    return text
+
+
+def _decode_bytes(raw: bytes) -> str:
+    if len(raw) > MAX_FILE_BYTES:
+        raise _YamlProblem(None, f"file larger than {MAX_FILE_BYTES} bytes; not a campaign")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        bad = raw[e.start]
+        raise _YamlProblem(line, f"not UTF-8 text (byte 0x{bad:02x}); save as UTF-8") from None
+
+
+def _read_yaml(text: str, filename: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise _YamlProblem(None, "empty file; a campaign needs at least name, paths, variants")
+        if not isinstance(node, yaml.MappingNode):
+            kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+            line = node.start_mark.line + 1
+            raise _YamlProblem(line, f"the top level must be a mapping (key: value), got {kind}")
+        lines = _line_map(node)
+        return loader.construct_document(node), lines
+    except yaml.MarkedYAMLError as e:
+        raise _YamlProblem(*_yaml_error(e)) from None
+    except yaml.YAMLError as e:
+        raise _YamlProblem(None, f"YAML error: {e}") from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_error(e: yaml.MarkedYAMLError) -> tuple[int | None, str]:
+    mark = e.problem_mark or e.context_mark
+    line = mark.line + 1 if mark else None
+    problem = e.problem or "invalid YAML"
+    if "'\\t'" in problem or "\t" in problem:
+        return line, "tab character in indentation; indent with spaces"
+    context = f" {e.context}" if e.context else ""
+    return line, f"YAML syntax error: {problem}{context}"
+
+
+def _line_map(root: yaml.Node) -> dict[tuple[str | int, ...], int]:
+    """Line of every key and list item, by location; raises on duplicate keys."""
+    lines: dict[tuple[str | int, ...], int] = {(): root.start_mark.line + 1}
+    todo: list[tuple[tuple[str | int, ...], yaml.Node]] = [((), root)]
+    while todo:
+        loc, node = todo.pop()
+        for sub_loc, line, child in _children(loc, node):
+            lines[sub_loc] = line
+            todo.append((sub_loc, child))
+    return lines
+
+
+def _children(
+    loc: tuple[str | int, ...], node: yaml.Node
+) -> Iterator[tuple[tuple[str | int, ...], int, yaml.Node]]:
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            yield (*loc, i), item.start_mark.line + 1, item
+    elif isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            line = key.start_mark.line + 1
+            name = str(key.value) if isinstance(key, yaml.ScalarNode) else f"<key@{line}>"
+            if name in seen:
+                raise _YamlProblem(line, f"duplicate key {name!r} (first at line {seen[name]})")
+            seen[name] = line
+            yield (*loc, name), line, value
+
+
+# ---------------------------------------------------------------- validation messages
+
+
+def _spec_error(
+    e: ValidationError, filename: str, lines: dict[tuple[str | int, ...], int], data: Any
+) -> SpecError:
+    err = e.errors(include_url=False)[0]
+    loc = _clean_loc(err["loc"])
+    issue = (err.get("ctx") or {}).get("error")
+    if isinstance(issue, SpecIssue):
+        loc, message = loc + issue.loc, issue.message
+    else:
+        message = _describe(err, loc)
+    return SpecError(filename, _line_for(loc, lines), _field_name(loc, data), _one_line(message))
+
+
+def describe_validation(e: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """One line for the first error of a ValidationError: `field: message`."""
+    err = e.errors(include_url=False)[0]
+    loc = _clean_loc(err["loc"])
+    issue = (err.get("ctx") or {}).get("error")
+    if isinstance(issue, SpecIssue):
+        loc, message = loc + issue.loc, issue.message
+    else:
+        message = _describe(err, loc, root or _model_of(e))
+    return _one_line(f"{'.'.join(map(str, loc))}: {message}" if loc else message)
+
+
+def _model_of(e: ValidationError) -> type[BaseModel]:
+    models: dict[str, type[BaseModel]] = {
+        m.__name__: m for m in (Campaign, Path, Direction, Variant, Traffic, Capture, Sweep)
+    }
+    return models.get(e.title, Campaign)
+
+
+def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """Drop pydantic's union-member tags (`tuple[...]`, `Range`) from a location."""
+    return tuple(p for p in loc if isinstance(p, int) or ("[" not in p and p != "Range"))
+
+
+def _describe(err: Any, loc: tuple[str | int, ...], root: type[BaseModel] = Campaign) -> str:
+    kind, got = err["type"], _show(err.get("input"))
+    if kind == "extra_forbidden":
+        return f"unknown key; allowed: {', '.join(_allowed_keys(loc[:-1], root))}"
+    if kind == "missing":
+        on_direction = loc[-1:] in (("down",), ("up",))
+        hint = " (give rate_mbit at path level or under down:/up:)" if on_direction else ""
+        return f"required key missing{hint}"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if kind == "string_pattern_mismatch":
+        pattern = str(err["ctx"]["pattern"])
+        return f"must be {PATTERN_HELP.get(pattern, 'match ' + pattern)}, got {got}"
+    message = str(err["msg"]).replace("Input should be", "must be")
+    bounds = _bounds(loc, root)
+    return f"{message}, got {got}" + (f" (allowed: {bounds})" if bounds else "")
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _allowed_keys(loc: tuple[str | int, ...], root: type[BaseModel]) -> list[str]:
+    model = _model_at(loc, root)
+    if model is None:
+        return []
+    keys = list(model.model_fields)
+    return keys + list(DIRECTION_FIELDS) if model is Path else keys
+
+
+def _model_at(loc: tuple[str | int, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    model = root
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            continue  # a list index or a dict key: same model below
+        inner = _inner_model(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_info(loc: tuple[str | int, ...], root: type[BaseModel]) -> FieldInfo | None:
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return None
+    model = _model_at(loc[: loc.index(names[-1])], root)
+    return model.model_fields.get(names[-1]) if model else None
+
+
+def _bounds(loc: tuple[str | int, ...], root: type[BaseModel]) -> str:
+    """The allowed range of a numeric field, e.g. `>= 0 and <= 10000`."""
+    info = _field_info(loc, root)
+    if info is None:
+        return ""
+    ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    parts = [
+        f"{ops[attr]} {getattr(m, attr):g}"
+        for m in info.metadata
+        for attr in ops
+        if isinstance(getattr(m, attr, None), int | float)
+    ]
+    return " and ".join(parts)
+
+
+def _line_for(loc: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> int:
+    """Line of the deepest part of loc that the file spells out (path shorthand included)."""
+    shorthand = tuple(p for i, p in enumerate(loc) if not (i == 2 and p in ("down", "up")))
+    for candidate in (loc, shorthand):
+        if candidate in lines:
+            return lines[candidate]
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _field_name(loc: tuple[str | int, ...], data: Any) -> str:
+    """`paths.wifi.down.delay_ms` (list items by name where they have one), `sweep.axes[k]`."""
+    out = ""
+    node = data
+    for i, part in enumerate(loc):
+        label = _item_label(node, part) if isinstance(part, int) else None
+        if (isinstance(part, int) and label is None) or (i > 0 and loc[i - 1] == "axes"):
+            out += f"[{part}]"
+        else:
+            out += f"{'.' if out else ''}{label or part}"
+        node = _child(node, part)
+    return out
+
+
+def _item_label(node: Any, index: int) -> str | None:
+    item = _child(node, index)
+    name = item.get("name") if isinstance(item, dict) else None
+    ok = isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,15}", name)
+    return name if ok and isinstance(name, str) else None
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    if isinstance(node, dict):
+        return node.get(part)
+    return None
