@@ -1,0 +1,115 @@
+"""The exact commands a run applies, per host, in order: `mprig plan --commands` prints
+them and the runner executes them (both read this module, so they cannot drift)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mprig import capture, impair, knobs, traffic
+from mprig.errors import UsageError
+from mprig.plan import Run
+from mprig.rig.host import PathLink
+
+SERVER_ADDR_PLACEHOLDER = "SERVER_ADDR"  # shown by `plan --commands` when no rig is up
+Command = tuple[str, list[str]]  # (host, argv)
+
+
+@dataclass(frozen=True)
+class RunCommands:
+    """Every command of one run, grouped by stage."""
+
+    setup: list[Command]  # knobs and endpoints on client and server, netem on routers
+    server: Command | None  # the traffic server, started in the background
+    client: Command  # the traffic client (its exit ends the traffic phase)
+    teardown: list[Command]  # qdiscs removed (failures there are expected and ignored)
+
+
+def remote_dir(rig: str, run_id: str, host: str) -> str:
+    """Where a host keeps a run's files until they are fetched."""
+    return f"/tmp/mprig-{rig}/{run_id}/{host}"
+
+
+def sender(run: Run) -> str:
+    """The host that sends the data (the ss sampler runs there)."""
+    return "server" if run.traffic.direction == "download" else "client"
+
+
+def build(
+    run: Run,
+    links: tuple[PathLink, ...],
+    *,
+    server_addr: str = SERVER_ADDR_PLACEHOLDER,
+    rig: str = "virtual",
+    iperf3_mptcp_flag: bool = False,
+) -> RunCommands:
+    """All commands of a run on a rig whose paths are `links`."""
+    setup = knobs.apply_commands(run.variant, links)
+    by_name = {link.name: link for link in links}
+    teardown: list[Command] = []
+    for path in run.paths:
+        if path.name not in by_name:
+            raise UsageError(f"path {path.name!r} is not on the rig (rig paths: {list(by_name)})")
+        setup += impair.apply_commands(path, by_name[path.name])
+        teardown += impair.clear_commands(by_name[path.name])
+    bind = knobs.bind_link(run.variant, links).client_addr
+    server, client = _traffic(run, server_addr, bind, rig, iperf3_mptcp_flag)
+    return RunCommands(setup=setup, server=server, client=client, teardown=teardown)
+
+
+def _traffic(
+    run: Run, server_addr: str, bind: str, rig: str, flag: bool
+) -> tuple[Command, Command]:
+    t, mptcp = run.traffic, run.variant.protocol == "mptcp"
+    sdir, cdir = (remote_dir(rig, run.run_id, h) for h in ("server", "client"))
+    if t.tool == "iperf3":
+        server = traffic.iperf3_server_argv(
+            server_addr, f"{sdir}/iperf3-server.json", mptcp=mptcp, native_flag=flag
+        )
+        client = traffic.iperf3_client_argv(
+            t, server_addr, bind, f"{cdir}/iperf3-client.json", mptcp=mptcp, native_flag=flag
+        )
+        return ("server", server), ("client", client)
+    if t.bytes is None:
+        raise UsageError("traffic: tool bulk needs `bytes`")
+    down, n = t.direction == "download", t.bytes
+    server = traffic.bulk_argv(
+        "listen", server_addr, n, run.seed, mptcp=mptcp, send=down, out=f"{sdir}/bulk-server.json"
+    )
+    client = traffic.bulk_argv(
+        "connect",
+        server_addr,
+        n,
+        run.seed,
+        mptcp=mptcp,
+        send=not down,
+        out=f"{cdir}/bulk-client.json",
+        bind=bind,
+    )
+    return ("server", server), ("client", client)
+
+
+def for_run(
+    run: Run,
+    links: tuple[PathLink, ...],
+    *,
+    server_addr: str = SERVER_ADDR_PLACEHOLDER,
+    rig: str = "virtual",
+    iperf3_mptcp_flag: bool = False,
+) -> list[Command]:
+    """The exact (host, argv) list a run applies: knobs and endpoints, netem on each router
+    in both directions, capture, traffic server and client, teardown."""
+    c = build(run, links, server_addr=server_addr, rig=rig, iperf3_mptcp_flag=iperf3_mptcp_flag)
+    caps = [
+        (h, capture.tcpdump_argv(f"{remote_dir(rig, run.run_id, h)}/{h}.pcap", run.capture.snaplen))
+        for h in (run.capture.hosts if run.capture.enabled else ())
+    ]
+    snd = sender(run)
+    return [
+        *c.setup,
+        *caps,
+        (snd, capture.ss_sampler_argv()),
+        *[(h, capture.nstat_argv()) for h in ("client", "server")],
+        *([c.server] if c.server else []),
+        c.client,
+        *c.teardown,
+    ]

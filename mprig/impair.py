@@ -1,0 +1,67 @@
+"""Impairments: `tc netem` commands for each path's router, both directions.
+
+The download direction (server -> client) is shaped on the egress of the router's
+client-facing interface, the upload direction on the egress of its server-facing one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mprig.rig.host import PathLink
+from mprig.spec import Direction, Path
+
+MTU_BITS = 1514 * 8  # one full-size Ethernet frame, the unit netem's limit counts
+
+
+def _num(value: float) -> str:
+    """A number as tc reads it: no trailing zeros, no exponent."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def netem_limit(d: Direction) -> int:
+    """Packets netem must hold: the queue the spec asks for plus the delay line.
+
+    netem counts packets waiting out their delay against `limit`; at high rate x delay
+    the default limit would drop packets that are merely in flight, not queued.
+    """
+    in_flight = d.rate_mbit * 1e6 * (d.delay_ms + d.jitter_ms) / 1000 / MTU_BITS
+    return d.limit_pkts + math.ceil(in_flight)
+
+
+def netem_args(d: Direction) -> list[str]:
+    """The netem parameters of one direction, as tc arguments."""
+    args = ["delay", f"{_num(d.delay_ms)}ms"]
+    if d.jitter_ms:
+        args.append(f"{_num(d.jitter_ms)}ms")
+    if d.loss_pct:
+        args += ["loss", f"{_num(d.loss_pct)}%"]
+    args += ["rate", f"{_num(d.rate_mbit)}mbit", "limit", str(netem_limit(d))]
+    return args
+
+
+def apply_commands(path: Path, link: PathLink) -> list[tuple[str, list[str]]]:
+    """(host, argv) that impair one path: download on router_client_if, upload on
+    router_server_if."""
+    return [
+        (link.router, _replace(link.router_client_if, path.down)),
+        (link.router, _replace(link.router_server_if, path.up)),
+    ]
+
+
+def _replace(dev: str, d: Direction) -> list[str]:
+    return ["tc", "qdisc", "replace", "dev", dev, "root", "netem", *netem_args(d)]
+
+
+def clear_commands(link: PathLink) -> list[tuple[str, list[str]]]:
+    """(host, argv) that remove the path's qdiscs (the router's default qdisc returns)."""
+    return [
+        (link.router, ["tc", "qdisc", "del", "dev", dev, "root"])
+        for dev in (link.router_client_if, link.router_server_if)
+    ]
+
+
+def snapshot_argv() -> list[str]:
+    """`tc -s qdisc show`: the before/after snapshot taken on every router."""
+    return ["tc", "-s", "qdisc", "show"]

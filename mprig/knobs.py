@@ -1,0 +1,110 @@
+"""Stack knobs: a variant as sysctls, congestion control, MPTCP scheduler, path manager
+and endpoints, turned into the commands that set them on client and server."""
+
+from __future__ import annotations
+
+import re
+
+from mprig.errors import UsageError
+from mprig.rig.host import PathLink
+from mprig.spec import Variant
+
+# Reordering-recovery presets (the papers' NoPR, D-SACK, F-RTO, Eifel) as Linux sysctls.
+# Linux has no separate Eifel switch: its timestamp-based undo is Eifel detection.
+RECOVERY_PRESETS: dict[str, dict[str, str]] = {
+    "nopr": {"tcp_dsack": "0", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
+    "dsack": {"tcp_dsack": "1", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
+    "frto": {"tcp_dsack": "0", "tcp_frto": "2", "tcp_recovery": "0", "tcp_timestamps": "1"},
+    "eifel": {"tcp_dsack": "0", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
+}
+# Kernel defaults of the reordering knobs, set when a variant names no preset so that one
+# run's preset never leaks into the next.
+RECOVERY_DEFAULTS = {"tcp_dsack": "1", "tcp_frto": "2", "tcp_recovery": "1", "tcp_timestamps": "1"}
+PM_TYPES = {"kernel": "0", "userspace": "1"}  # net.mptcp.pm_type
+MPTCP_LIMIT = "8"  # subflows and add_addr_accepted on both ends: one per path, up to eight
+_KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+
+
+def full_key(key: str) -> str:
+    """A sysctl name: short TCP names (`tcp_dsack`) live under net.ipv4."""
+    if not _KEY.match(key):
+        raise UsageError(f"sysctl name {key!r} is not a sysctl (letters, digits, _ and .)")
+    return key if "." in key else f"net.ipv4.{key}"
+
+
+def sysctls(variant: Variant) -> dict[str, str]:
+    """Every sysctl a variant sets on client and server, in the order they are applied."""
+    if variant.recovery is not None and variant.recovery not in RECOVERY_PRESETS:
+        known = ", ".join(RECOVERY_PRESETS)
+        raise UsageError(f"variant {variant.name}: recovery {variant.recovery!r} not in {known}")
+    values = dict(RECOVERY_PRESETS.get(variant.recovery or "", RECOVERY_DEFAULTS))
+    values["tcp_congestion_control"] = variant.cc
+    out = {full_key(k): v for k, v in values.items()}
+    if variant.protocol == "mptcp":
+        out["net.mptcp.enabled"] = "1"
+        out["net.mptcp.pm_type"] = _pm_type(variant)
+        if variant.scheduler is not None:
+            out["net.mptcp.scheduler"] = variant.scheduler
+    for name, size in (("rmem", variant.rmem), ("wmem", variant.wmem)):
+        if size is not None:
+            out[f"net.core.{name}_max"] = str(size)
+            out[f"net.ipv4.tcp_{name}"] = f"4096 131072 {size}"
+    out.update({full_key(k): v for k, v in variant.sysctls.items()})
+    return out
+
+
+def _pm_type(variant: Variant) -> str:
+    if variant.path_manager not in PM_TYPES:
+        known = ", ".join(PM_TYPES)
+        raise UsageError(
+            f"variant {variant.name}: path_manager {variant.path_manager!r} not in {known}"
+        )
+    return PM_TYPES[variant.path_manager]
+
+
+def used_links(variant: Variant, links: tuple[PathLink, ...]) -> tuple[PathLink, ...]:
+    """The paths a variant uses: tcp its one path, mptcp its `paths` subset or all."""
+    by_name = {link.name: link for link in links}
+    names = (variant.path,) if variant.protocol == "tcp" else (variant.paths or tuple(by_name))
+    missing = [n for n in names if n not in by_name]
+    if None in names or missing:
+        raise UsageError(f"variant {variant.name}: path(s) {missing or ['?']} not on the rig")
+    return tuple(by_name[str(n)] for n in names)
+
+
+def bind_link(variant: Variant, links: tuple[PathLink, ...]) -> PathLink:
+    """The path of the initial subflow: the client binds to its address, so policy routing
+    sends the connection over it."""
+    return used_links(variant, links)[0]
+
+
+def apply_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[str, list[str]]]:
+    """(host, argv) that put a variant in place on client and server."""
+    assignments = [f"{k}={v}" for k, v in sysctls(variant).items()]
+    cmds: list[tuple[str, list[str]]] = [
+        (host, ["sysctl", "-q", "-w", *assignments]) for host in ("client", "server")
+    ]
+    limits = ["subflows", MPTCP_LIMIT, "add_addr_accepted", MPTCP_LIMIT]
+    cmds += [(host, ["ip", "mptcp", "limits", "set", *limits]) for host in ("client", "server")]
+    cmds.append(("client", ["ip", "mptcp", "endpoint", "flush"]))
+    for link in used_links(variant, links):
+        eid = str(links.index(link) + 1)
+        add = ["ip", "mptcp", "endpoint", "add", link.client_addr, "dev", link.client_if]
+        cmds.append(("client", [*add, "id", eid, "subflow"]))
+    return cmds
+
+
+def read_argv(variant: Variant) -> list[str]:
+    """`sysctl KEY...`: the values in force, recorded as host facts after applying."""
+    return ["sysctl", *sysctls(variant)]
+
+
+def parse_sysctl(text: str) -> dict[str, str]:
+    """Parse `sysctl KEY...` output (`key = value` lines; tabs inside values kept as
+    single spaces)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            out[key.strip()] = " ".join(value.split())
+    return out

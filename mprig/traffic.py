@@ -1,0 +1,165 @@
+"""Traffic: iperf3 with JSON output, and a bulk transfer of N bytes checked end to end.
+
+iperf3 speaks MPTCP itself from 3.16 (`--mptcp`); older ones (Debian 12 has 3.12) run under
+`mptcpize run`, which turns their TCP sockets into MPTCP ones. The bulk transfer is a
+small Python program run on both ends with a native IPPROTO_MPTCP socket.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mprig.spec import Traffic
+
+IPERF3_PORT = 5201
+BULK_PORT = 5202
+CONNECT_TIMEOUT_MS = 5000
+MARGIN_S = 15.0  # iperf3 is killed (and the attempt retried) this long after its end
+
+
+def has_mptcp_flag(help_text: str) -> bool:
+    """Whether `iperf3 --help` lists --mptcp (iperf3 >= 3.16)."""
+    return "--mptcp" in help_text
+
+
+def _mptcp_prefix(mptcp: bool, native_flag: bool) -> tuple[list[str], list[str]]:
+    """(prefix, extra flags) that make iperf3 use MPTCP."""
+    if not mptcp:
+        return [], []
+    return ([], ["--mptcp"]) if native_flag else (["mptcpize", "run"], [])
+
+
+def iperf3_server_argv(
+    server_addr: str, logfile: str, *, mptcp: bool, native_flag: bool = False
+) -> list[str]:
+    """iperf3 server for one client (`-1`), JSON into `logfile`."""
+    prefix, extra = _mptcp_prefix(mptcp, native_flag)
+    return [
+        *prefix,
+        *["iperf3", "-s", "-1", "-J", "-B", server_addr, "-p", str(IPERF3_PORT)],
+        *[*extra, "--logfile", logfile],
+    ]
+
+
+def iperf3_client_argv(
+    t: Traffic,
+    server_addr: str,
+    bind_addr: str,
+    logfile: str,
+    *,
+    mptcp: bool,
+    native_flag: bool = False,
+) -> list[str]:
+    """iperf3 client bound to the initial path's address; `-R` when the server sends."""
+    prefix, extra = _mptcp_prefix(mptcp, native_flag)
+    argv = [*prefix, "iperf3", "-c", server_addr, "-B", bind_addr, "-p", str(IPERF3_PORT)]
+    argv += ["-t", _num(t.duration_s), "-O", _num(t.omit_s), "-J"]
+    argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
+    if t.direction == "download":
+        argv.append("-R")
+    return [*argv, *extra, "--logfile", logfile]
+
+
+def timeout_s(t: Traffic) -> float:
+    """How long a traffic command may take before it counts as hung."""
+    if t.tool == "bulk":
+        return MARGIN_S + 60.0
+    return t.duration_s + t.omit_s + MARGIN_S
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+# The bulk transfer, run as `python3 -c BULK_SCRIPT ROLE ADDR PORT NBYTES SEED MPTCP MODE OUT`.
+# ROLE listen|connect, MODE send|recv. The sender streams a seeded pseudo-random payload;
+# both ends hash what they sent or received and write {bytes, sha256, seconds} to OUT.
+BULK_SCRIPT = r"""
+import hashlib, json, random, socket, sys, time
+role, addr, port, nbytes, seed, mptcp, mode, out = sys.argv[1:9]
+port, nbytes, seed = int(port), int(nbytes), int(seed)
+proto = 262 if mptcp == "1" else 0
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
+if role == "listen":
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(1); print("listening", flush=True)
+    conn, _ = s.accept()
+else:
+    bind = sys.argv[9] if len(sys.argv) > 9 else ""
+    if bind:
+        s.bind((bind, 0))
+    s.settimeout(10); s.connect((addr, port)); s.settimeout(None); conn = s
+h, done, t0 = hashlib.sha256(), 0, time.monotonic()
+if mode == "send":
+    rng = random.Random(seed)
+    while done < nbytes:
+        chunk = rng.randbytes(min(1 << 16, nbytes - done))
+        conn.sendall(chunk); h.update(chunk); done += len(chunk)
+    conn.shutdown(socket.SHUT_WR)
+    while conn.recv(1 << 16):
+        pass
+else:
+    while True:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
+        h.update(chunk); done += len(chunk)
+conn.close()
+with open(out, "w") as f:
+    json.dump({"bytes": done, "sha256": h.hexdigest(), "seconds": time.monotonic() - t0}, f)
+"""
+
+
+def bulk_argv(
+    role: str,
+    addr: str,
+    nbytes: int,
+    seed: int,
+    *,
+    mptcp: bool,
+    send: bool,
+    out: str,
+    bind: str = "",
+) -> list[str]:
+    """One end of the bulk transfer (`role` listen on the server, connect on the client)."""
+    argv = ["python3", "-c", BULK_SCRIPT, role, addr, str(BULK_PORT), str(nbytes), str(seed)]
+    argv += ["1" if mptcp else "0", "send" if send else "recv", out]
+    return [*argv, bind] if bind else argv
+
+
+@dataclass(frozen=True)
+class Iperf3Summary:
+    """What the runner keeps from iperf3's JSON for its summary table."""
+
+    receiver_bps: float  # end.sum_received.bits_per_second
+    sender_bps: float  # end.sum_sent.bits_per_second
+    retransmits: int | None  # end.sum_sent.retransmits (sender side only)
+    seconds: float  # end.sum_received.seconds
+
+
+def parse_iperf3(text: str) -> Iperf3Summary:
+    """Summarise an iperf3 --json document; ValueError when it holds an error or no end."""
+    doc: dict[str, Any] = json.loads(text)
+    if doc.get("error"):
+        raise ValueError(f"iperf3: {doc['error']}")
+    end = doc.get("end") or {}
+    recv, sent = end.get("sum_received"), end.get("sum_sent")
+    if not recv or not sent:
+        raise ValueError("iperf3: JSON has no end.sum_received/sum_sent (test did not finish)")
+    return Iperf3Summary(
+        receiver_bps=float(recv["bits_per_second"]),
+        sender_bps=float(sent["bits_per_second"]),
+        retransmits=sent.get("retransmits"),
+        seconds=float(recv["seconds"]),
+    )
+
+
+def check_bulk(sent: dict[str, Any], received: dict[str, Any], nbytes: int) -> str | None:
+    """Why a bulk transfer is wrong, or None when the bytes and hashes match end to end."""
+    if sent["bytes"] != nbytes or received["bytes"] != nbytes:
+        return f"bulk: sent {sent['bytes']} received {received['bytes']} of {nbytes} bytes"
+    if sent["sha256"] != received["sha256"]:
+        return "bulk: sha256 of received data differs from what was sent"
+    return None

@@ -1,0 +1,173 @@
+"""The exact per-host command list of a run (shared by `plan --commands` and the runner)."""
+
+from __future__ import annotations
+
+from mprig import commands
+from mprig.plan import Run
+from mprig.rig.host import PathLink
+from mprig.spec import Capture, Direction, Path, Traffic, Variant
+
+LINKS = (
+    PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s"),
+    PathLink("cell", "cellular", "wwan0", "10.2.1.2", "cell", "cell-c", "cell-s"),
+)
+PATHS = (
+    Path(name="wifi", kind="wifi", down=Direction(rate_mbit=20, delay_ms=10),
+         up=Direction(rate_mbit=20, delay_ms=10)),
+    Path(name="cell", kind="cellular", down=Direction(rate_mbit=10, delay_ms=40),
+         up=Direction(rate_mbit=10, delay_ms=40)),
+)  # fmt: skip
+
+
+def make_run(variant: Variant, traffic: Traffic | None = None) -> Run:
+    return Run(
+        run_id="r1",
+        index=0,
+        repetition=1,
+        seed=7,
+        variant=variant,
+        paths=PATHS,
+        traffic=traffic or Traffic(duration_s=5),
+        capture=Capture(snaplen=128),
+    )
+
+
+def test_mptcp_download_full_command_list() -> None:
+    cmds = commands.for_run(make_run(Variant(name="mptcp")), LINKS, server_addr="10.9.0.1")
+    sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_dsack=1", "net.ipv4.tcp_frto=2",
+              "net.ipv4.tcp_recovery=1", "net.ipv4.tcp_timestamps=1",
+              "net.ipv4.tcp_congestion_control=cubic", "net.mptcp.enabled=1",
+              "net.mptcp.pm_type=0"]  # fmt: skip
+    limits = ["ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"]
+    netem = ["tc", "qdisc", "replace", "dev"]
+    d = "/tmp/mprig-virtual/r1"
+    assert cmds == [
+        ("client", sysctl),
+        ("server", sysctl),
+        ("client", limits),
+        ("server", limits),
+        ("client", ["ip", "mptcp", "endpoint", "flush"]),
+        ("client", ["ip", "mptcp", "endpoint", "add", "10.1.1.2", "dev", "wlan0", "id", "1",
+                    "subflow"]),
+        ("client", ["ip", "mptcp", "endpoint", "add", "10.2.1.2", "dev", "wwan0", "id", "2",
+                    "subflow"]),
+        ("ap", [*netem, "ap-c", "root", "netem", "delay", "10ms", "rate", "20mbit",
+                "limit", "1017"]),
+        ("ap", [*netem, "ap-s", "root", "netem", "delay", "10ms", "rate", "20mbit",
+                "limit", "1017"]),
+        ("cell", [*netem, "cell-c", "root", "netem", "delay", "40ms", "rate", "10mbit",
+                  "limit", "1034"]),
+        ("cell", [*netem, "cell-s", "root", "netem", "delay", "40ms", "rate", "10mbit",
+                  "limit", "1034"]),
+        ("client", ["tcpdump", "-i", "any", "-n", "-U", "-s", "128", "-w",
+                    f"{d}/client/client.pcap", "not", "tcp", "port", "22"]),
+        ("server", ["tcpdump", "-i", "any", "-n", "-U", "-s", "128", "-w",
+                    f"{d}/server/server.pcap", "not", "tcp", "port", "22"]),
+        ("server", ["sh", "-c", commands.capture.SS_SCRIPT]),
+        ("client", ["nstat", "-asz"]),
+        ("server", ["nstat", "-asz"]),
+        ("server", ["mptcpize", "run", "iperf3", "-s", "-1", "-J", "-B", "10.9.0.1", "-p",
+                    "5201", "--logfile", f"{d}/server/iperf3-server.json"]),
+        ("client", ["mptcpize", "run", "iperf3", "-c", "10.9.0.1", "-B", "10.1.1.2", "-p",
+                    "5201", "-t", "5", "-O", "0", "-J", "--connect-timeout", "5000", "-R",
+                    "--logfile", f"{d}/client/iperf3-client.json"]),
+        ("ap", ["tc", "qdisc", "del", "dev", "ap-c", "root"]),
+        ("ap", ["tc", "qdisc", "del", "dev", "ap-s", "root"]),
+        ("cell", ["tc", "qdisc", "del", "dev", "cell-c", "root"]),
+        ("cell", ["tc", "qdisc", "del", "dev", "cell-s", "root"]),
+    ]  # fmt: skip
+
+
+def test_tcp_upload_binds_its_path_and_skips_mptcpize() -> None:
+    run = make_run(
+        Variant(name="tcp_cell", protocol="tcp", path="cell"),
+        Traffic(direction="upload", duration_s=3, omit_s=1),
+    )
+    c = commands.build(run, LINKS, server_addr="10.9.0.1", rig="h3")
+    assert c.server == (
+        "server",
+        [
+            "iperf3",
+            "-s",
+            "-1",
+            "-J",
+            "-B",
+            "10.9.0.1",
+            "-p",
+            "5201",
+            "--logfile",
+            "/tmp/mprig-h3/r1/server/iperf3-server.json",
+        ],
+    )
+    assert c.client == (
+        "client",
+        [
+            "iperf3",
+            "-c",
+            "10.9.0.1",
+            "-B",
+            "10.2.1.2",
+            "-p",
+            "5201",
+            "-t",
+            "3",
+            "-O",
+            "1",
+            "-J",
+            "--connect-timeout",
+            "5000",
+            "--logfile",
+            "/tmp/mprig-h3/r1/client/iperf3-client.json",
+        ],
+    )
+    assert commands.sender(run) == "client"
+
+
+def test_native_mptcp_flag_replaces_mptcpize() -> None:
+    c = commands.build(make_run(Variant(name="m")), LINKS, iperf3_mptcp_flag=True)
+    assert c.client[1][:3] == ["iperf3", "-c", commands.SERVER_ADDR_PLACEHOLDER]
+    assert c.client[1][-3:] == [
+        "--mptcp",
+        "--logfile",
+        "/tmp/mprig-virtual/r1/client/iperf3-client.json",
+    ]
+
+
+def test_bulk_download_server_sends() -> None:
+    run = make_run(Variant(name="m"), Traffic(tool="bulk", bytes=1000))
+    c = commands.build(run, LINKS, server_addr="10.9.0.1")
+    script = commands.traffic.BULK_SCRIPT
+    d = "/tmp/mprig-virtual/r1"
+    assert c.server == (
+        "server",
+        [
+            "python3",
+            "-c",
+            script,
+            "listen",
+            "10.9.0.1",
+            "5202",
+            "1000",
+            "7",
+            "1",
+            "send",
+            f"{d}/server/bulk-server.json",
+        ],
+    )
+    assert c.client == (
+        "client",
+        [
+            "python3",
+            "-c",
+            script,
+            "connect",
+            "10.9.0.1",
+            "5202",
+            "1000",
+            "7",
+            "1",
+            "recv",
+            f"{d}/client/bulk-client.json",
+            "10.1.1.2",
+        ],
+    )

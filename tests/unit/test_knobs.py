@@ -1,0 +1,105 @@
+"""Stack variants as sysctls and MPTCP endpoint commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from mprig import knobs
+from mprig.errors import UsageError
+from mprig.rig.host import PathLink
+from mprig.spec import Variant
+
+LINKS = (
+    PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s"),
+    PathLink("cell", "cellular", "wwan0", "10.2.1.2", "cell", "cell-c", "cell-s"),
+    PathLink("w3", "wired", "eth3", "10.3.1.2", "r3", "r3-c", "r3-s"),
+)
+
+
+def test_default_mptcp_variant_sysctls() -> None:
+    assert knobs.sysctls(Variant(name="mptcp")) == {
+        "net.ipv4.tcp_dsack": "1",
+        "net.ipv4.tcp_frto": "2",
+        "net.ipv4.tcp_recovery": "1",
+        "net.ipv4.tcp_timestamps": "1",
+        "net.ipv4.tcp_congestion_control": "cubic",
+        "net.mptcp.enabled": "1",
+        "net.mptcp.pm_type": "0",
+    }
+
+
+def test_preset_buffers_scheduler_and_extra_sysctls() -> None:
+    v = Variant(
+        name="v",
+        recovery="nopr",
+        cc="reno",
+        scheduler="blest",
+        rmem=1 << 20,
+        sysctls={"net.ipv4.tcp_reordering": "10", "net.ipv4.tcp_dsack": "1"},
+    )
+    assert knobs.sysctls(v) == {
+        "net.ipv4.tcp_dsack": "1",  # the explicit sysctl wins over the preset
+        "net.ipv4.tcp_frto": "0",
+        "net.ipv4.tcp_recovery": "0",
+        "net.ipv4.tcp_timestamps": "1",
+        "net.ipv4.tcp_congestion_control": "reno",
+        "net.mptcp.enabled": "1",
+        "net.mptcp.pm_type": "0",
+        "net.mptcp.scheduler": "blest",
+        "net.core.rmem_max": "1048576",
+        "net.ipv4.tcp_rmem": "4096 131072 1048576",
+        "net.ipv4.tcp_reordering": "10",
+    }
+
+
+def test_unknown_recovery_preset_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="recovery 'door' not in nopr, dsack, frto, eifel"):
+        knobs.sysctls(Variant(name="v", recovery="door"))
+
+
+def test_tcp_variant_sets_no_mptcp_sysctls_and_one_endpoint() -> None:
+    v = Variant(name="tcp_cell", protocol="tcp", path="cell")
+    cmds = knobs.apply_commands(v, LINKS)
+    sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_dsack=1", "net.ipv4.tcp_frto=2",
+              "net.ipv4.tcp_recovery=1", "net.ipv4.tcp_timestamps=1",
+              "net.ipv4.tcp_congestion_control=cubic"]  # fmt: skip
+    limits = ["ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"]
+    assert cmds == [
+        ("client", sysctl),
+        ("server", sysctl),
+        ("client", limits),
+        ("server", limits),
+        ("client", ["ip", "mptcp", "endpoint", "flush"]),
+        ("client", ["ip", "mptcp", "endpoint", "add", "10.2.1.2", "dev", "wwan0", "id", "2",
+                    "subflow"]),
+    ]  # fmt: skip
+    assert knobs.bind_link(v, LINKS) == LINKS[1]
+
+
+def test_mptcp_subset_gets_endpoints_only_on_its_paths() -> None:
+    v = Variant(name="sub", paths=("w3", "wifi"))
+    endpoint_cmds = [argv for _, argv in knobs.apply_commands(v, LINKS) if "endpoint" in argv]
+    assert endpoint_cmds == [
+        ["ip", "mptcp", "endpoint", "flush"],
+        ["ip", "mptcp", "endpoint", "add", "10.3.1.2", "dev", "eth3", "id", "3", "subflow"],
+        ["ip", "mptcp", "endpoint", "add", "10.1.1.2", "dev", "wlan0", "id", "1", "subflow"],
+    ]
+    assert knobs.bind_link(v, LINKS) == LINKS[2]
+
+
+def test_path_not_on_rig() -> None:
+    with pytest.raises(UsageError, match=r"variant v: path\(s\) \['lte'\] not on the rig"):
+        knobs.used_links(Variant(name="v", protocol="tcp", path="lte"), LINKS)
+
+
+def test_parse_sysctl_output() -> None:
+    text = (
+        "net.ipv4.tcp_dsack = 1\n"
+        "net.ipv4.tcp_rmem = 4096\t131072\t6291456\n"
+        "net.ipv4.tcp_congestion_control = cubic\n"
+    )
+    assert knobs.parse_sysctl(text) == {
+        "net.ipv4.tcp_dsack": "1",
+        "net.ipv4.tcp_rmem": "4096 131072 6291456",
+        "net.ipv4.tcp_congestion_control": "cubic",
+    }
