@@ -1,0 +1,54 @@
+"""iperf3 JSON and bulk-transfer checks, fed real iperf3 3.12 output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mprig import traffic
+from mprig.spec import Traffic
+
+CAPTURES = Path(__file__).parent.parent / "captures" / "test_traffic"
+
+
+def test_parse_iperf3_download_client() -> None:
+    text = (CAPTURES / "iperf3_download_client.json").read_text()
+    assert traffic.parse_iperf3(text) == traffic.Iperf3Summary(
+        receiver_bps=11779331950.499966,
+        sender_bps=11778678312.61698,
+        retransmits=9,
+        seconds=2.000241,
+    )
+
+
+def test_parse_iperf3_error_document() -> None:
+    text = (CAPTURES / "iperf3_refused.json").read_text()
+    with pytest.raises(
+        ValueError, match=r"^iperf3: unable to connect to server: Connection refused$"
+    ):
+        traffic.parse_iperf3(text)
+
+
+def test_parse_iperf3_unfinished() -> None:
+    with pytest.raises(ValueError, match="test did not finish"):
+        traffic.parse_iperf3('{"start": {}, "intervals": [], "end": {}}')
+
+
+def test_has_mptcp_flag() -> None:
+    assert traffic.has_mptcp_flag("  -m, --mptcp             use MPTCP rather than plain TCP")
+    assert not traffic.has_mptcp_flag("  -1, --one-off             handle one client")
+
+
+def test_timeout() -> None:
+    assert traffic.timeout_s(Traffic(duration_s=5, omit_s=1)) == 21.0
+
+
+def test_check_bulk() -> None:
+    ok = {"bytes": 10, "sha256": "ab", "seconds": 0.1}
+    assert traffic.check_bulk(ok, ok, 10) is None
+    assert traffic.check_bulk(ok, {**ok, "bytes": 9}, 10) == "bulk: sent 10 received 9 of 10 bytes"
+    assert (
+        traffic.check_bulk(ok, {**ok, "sha256": "cd"}, 10)
+        == "bulk: sha256 of received data differs from what was sent"
+    )
