@@ -31,18 +31,25 @@ class Run:
 def expand(campaign: Campaign) -> list[Run]:
     """Every run of the campaign, in execution order (sequential or seeded shuffle).
 
-    Sequential order is sweep point, then variant, then repetition (innermost).
+    Sequential order is repetition (outermost), then sweep point, then variant, so that
+    each repetition is a full pass and slow drifts of the rig spread over every variant.
     """
+    points = [(point, apply_point(campaign, point)) for point in sweep_points(campaign.sweep)]
+    shared = [_canonical(applied, point) for point, applied in points]
     runs: list[Run] = []
-    for point in sweep_points(campaign.sweep):
-        applied = apply_point(campaign, point)
-        shared = _canonical(applied, point)
-        for variant in applied.variants:
-            for repetition in range(1, campaign.repetitions + 1):
-                runs.append(_run(applied, variant, point, repetition, shared))
+    for repetition in range(1, campaign.repetitions + 1):
+        for (point, applied), common in zip(points, shared, strict=True):
+            for variant in applied.variants:
+                runs.append(_run(applied, variant, point, repetition, common))
     if campaign.order == "shuffle":
         random.Random(campaign.seed).shuffle(runs)
     return [dataclasses.replace(run, index=i) for i, run in enumerate(runs)]
+
+
+def run_count(campaign: Campaign) -> int:
+    """How many runs `expand` returns, without expanding."""
+    points = len(sweep_points(campaign.sweep))
+    return points * len(campaign.variants) * campaign.repetitions
 
 
 def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,119 @@
+"""`mprig validate` and `mprig plan`: check campaign files and show their expanded runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mprig.errors import SpecError
+from mprig.plan import Run, expand, run_count
+from mprig.spec import load_campaign
+
+VALIDATE_EPILOG = """\
+examples:
+  mprig validate experiments/smoke.yaml
+      OK experiments/smoke.yaml: 6 runs
+  mprig validate experiments/*.yaml experiments/papers/*.yaml
+      check many files; exit status 2 if any is invalid
+  an invalid file prints one line naming file:line, the field and what is allowed:
+      mprig: error: bad.yaml:9: paths.cell.down.delay_ms: must be greater than or equal
+      to 0, got -40 (allowed: >= 0 and <= 10000)
+"""
+
+PLAN_EPILOG = """\
+examples:
+  mprig plan experiments/smoke.yaml              the run table: index, run id, repetition,
+                                                 seed, variant, every sweep parameter
+  mprig plan experiments/smoke.yaml --json       every run with all its parameters, as JSON
+  mprig plan experiments/smoke.yaml --json | jq -r '.[].run_id'
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the `validate` and `plan` commands."""
+    raw = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "validate",
+        help="check campaign files",
+        description="Check campaign files: schema, ranges, references, sweep axes, plan size.",
+        epilog=VALIDATE_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="campaign YAML files")
+    p.set_defaults(func=validate)
+    p = subparsers.add_parser(
+        "plan",
+        help="show the runs a campaign expands to",
+        description="Expand a campaign (sweep x variants x repetitions) into its ordered runs.",
+        epilog=PLAN_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("file", metavar="FILE", help="campaign YAML file")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON")
+    p.set_defaults(func=plan)
+
+
+def validate(args: argparse.Namespace) -> int:
+    """Print `OK <file>: N runs` per valid file, one error line per invalid one."""
+    status = 0
+    for name in args.files:
+        try:
+            campaign = load_campaign(name)
+        except SpecError as e:
+            print(f"mprig: error: {e}", file=sys.stderr)
+            status = e.exit_code
+            continue
+        count = run_count(campaign)
+        print(f"OK {name}: {count} run{'s' if count != 1 else ''}")
+    return status
+
+
+def plan(args: argparse.Namespace) -> int:
+    runs = expand(load_campaign(args.file))
+    if args.json:
+        json.dump([run_json(r) for r in runs], sys.stdout, indent=1)
+        print()
+    else:
+        print_table(runs)
+    return 0
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """One run with every parameter, as plain JSON values."""
+    return {
+        "index": run.index,
+        "run_id": run.run_id,
+        "repetition": run.repetition,
+        "seed": run.seed,
+        "point": run.point,
+        "variant": run.variant.model_dump(mode="json"),
+        "paths": [p.model_dump(mode="json") for p in run.paths],
+        "traffic": run.traffic.model_dump(mode="json"),
+        "capture": run.capture.model_dump(mode="json"),
+    }
+
+
+def table_rows(runs: list[Run]) -> list[list[str]]:
+    """Header and one row per run: index, run id, repetition, seed, variant, sweep values."""
+    axes = list(runs[0].point) if runs else []
+    rows = [["index", "run_id", "rep", "seed", "variant", *axes]]
+    for r in runs:
+        values = [_cell(r.point[a]) for a in axes]
+        rows.append(
+            [str(r.index), r.run_id, str(r.repetition), str(r.seed), r.variant.name, *values]
+        )
+    return rows
+
+
+def _cell(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def print_table(runs: list[Run]) -> None:
+    rows = table_rows(runs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print(f"{len(runs)} runs")
