@@ -1,0 +1,166 @@
+"""Run bundles: written in `.<run-id>.partial/`, renamed into place, verified on resume.
+
+See docs/bundle.md (layout) and docs/running.md (run.json keys). A bundle is complete when
+its run.json says `status: complete` and every artifact it lists has the recorded sha256;
+files it does not list (written later by `mprig collect`) are allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1  # run.json format this mprig writes and reads
+RUN_JSON = "run.json"
+CAMPAIGN_JSON = "campaign.json"
+PARTIAL_SUFFIX = ".partial"
+OLD_SUFFIX = ".old"
+
+
+def partial_dir(results: Path, run_id: str) -> Path:
+    """Where a run's bundle is assembled before the rename."""
+    return results / f".{run_id}{PARTIAL_SUFFIX}"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def artifact_hashes(directory: Path) -> dict[str, str]:
+    """File name -> sha256 of every file in a bundle directory except run.json."""
+    return {
+        p.name: sha256_file(p)
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != RUN_JSON
+    }
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """Write JSON durably: a temporary file, fsync, rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w") as f:
+        json.dump(doc, f, indent=2, sort_keys=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+def commit(results: Path, run_id: str, record: dict[str, Any]) -> Path:
+    """Hash the staged artifacts into `record`, write run.json and rename the staging
+    directory to `<results>/<run-id>` (replacing an earlier failed or forced bundle)."""
+    staging = partial_dir(results, run_id)
+    record = {**record, "format": FORMAT, "artifacts": artifact_hashes(staging)}
+    write_json(staging / RUN_JSON, record)
+    _fsync_dir(staging)
+    final = results / run_id
+    old = results / f".{run_id}{OLD_SUFFIX}"
+    if final.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        final.rename(old)
+    staging.rename(final)
+    _fsync_dir(results)
+    if old.exists():
+        shutil.rmtree(old)
+    return final
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a bundle is complete and intact, and if not why."""
+
+    ok: bool
+    reason: str  # "complete" when ok; else what is wrong (missing, failed: ..., sha256 ...)
+    status: str  # run.json status, or "missing" / "corrupt"
+
+
+def read_record(bundle: Path) -> dict[str, Any]:
+    """A bundle's run.json; ValueError when unreadable or of a newer format."""
+    try:
+        doc = json.loads((bundle / RUN_JSON).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{bundle / RUN_JSON}: unreadable ({e})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{bundle / RUN_JSON}: not a JSON object")
+    fmt = doc.get("format")
+    if not isinstance(fmt, int) or fmt > FORMAT:
+        raise ValueError(f"{bundle / RUN_JSON}: format {fmt!r} is newer than {FORMAT}; upgrade")
+    return doc
+
+
+def verify(bundle: Path) -> Verdict:
+    """Check a bundle: run.json readable, status complete, every artifact's sha256."""
+    if not (bundle / RUN_JSON).exists():
+        return Verdict(False, "missing", "missing")
+    try:
+        doc = read_record(bundle)
+    except ValueError as e:
+        return Verdict(False, str(e), "corrupt")
+    status = str(doc.get("status"))
+    if status != "complete":
+        return Verdict(False, f"{status}: {doc.get('reason', 'no reason recorded')}", status)
+    problem = _artifact_problem(bundle, doc.get("artifacts"))
+    if problem:
+        return Verdict(False, problem, "corrupt")
+    return Verdict(True, "complete", "complete")
+
+
+def _artifact_problem(bundle: Path, artifacts: Any) -> str | None:
+    if not isinstance(artifacts, dict) or not artifacts:
+        return "run.json lists no artifacts"
+    for name, digest in artifacts.items():
+        path = bundle / name
+        if not path.is_file():
+            return f"artifact {name} is missing"
+        if sha256_file(path) != digest:
+            return f"artifact {name}: sha256 differs from run.json"
+    return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the runner does with one planned run."""
+
+    action: str  # "skip" (verified complete) or "run"
+    reason: str  # why: complete, missing, force, failed: ..., sha256 ...
+
+
+def decide(results: Path, run_id: str, *, force: bool) -> Decision:
+    """Skip a run whose bundle verifies; redo missing, partial, failed, corrupt ones."""
+    if force:
+        return Decision("run", "force")
+    verdict = verify(results / run_id)
+    if verdict.ok:
+        return Decision("skip", "complete")
+    if verdict.status == "missing" and partial_dir(results, run_id).exists():
+        return Decision("run", "partial")
+    return Decision("run", verdict.reason)
+
+
+def clean_leftovers(results: Path) -> list[str]:
+    """Remove staging and replaced directories left by a crash; return their names."""
+    removed = []
+    for p in sorted(results.glob(".*")):
+        if p.is_dir() and p.name.endswith((PARTIAL_SUFFIX, OLD_SUFFIX)):
+            shutil.rmtree(p)
+            removed.append(p.name)
+    return removed

@@ -1,0 +1,107 @@
+"""Bundles: staging and rename, verification, resume decisions."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mprig import bundle
+
+SHA_HELLO = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+
+
+def stage(results: Path, run_id: str, files: dict[str, bytes]) -> Path:
+    d = bundle.partial_dir(results, run_id)
+    d.mkdir(parents=True)
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    return d
+
+
+def test_commit_writes_run_json_and_renames(tmp_path: Path) -> None:
+    stage(tmp_path, "r1", {"client.pcap": b"hello"})
+    final = bundle.commit(tmp_path, "r1", {"run_id": "r1", "status": "complete"})
+    assert final == tmp_path / "r1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r1"]
+    doc = json.loads((final / "run.json").read_text())
+    assert doc == {
+        "run_id": "r1",
+        "status": "complete",
+        "format": 1,
+        "artifacts": {"client.pcap": SHA_HELLO},
+    }
+    assert bundle.verify(final) == bundle.Verdict(True, "complete", "complete")
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision("skip", "complete")
+    assert bundle.decide(tmp_path, "r1", force=True) == bundle.Decision("run", "force")
+
+
+def test_commit_replaces_a_failed_bundle(tmp_path: Path) -> None:
+    stage(tmp_path, "r1", {"a.txt": b"1"})
+    bundle.commit(tmp_path, "r1", {"status": "failed", "reason": "client: ssh timeout"})
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision(
+        "run", "failed: client: ssh timeout"
+    )
+    stage(tmp_path, "r1", {"b.txt": b"2"})
+    bundle.commit(tmp_path, "r1", {"status": "complete"})
+    assert sorted(p.name for p in (tmp_path / "r1").iterdir()) == ["b.txt", "run.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r1"]
+
+
+def test_tampered_artifact_is_redone(tmp_path: Path) -> None:
+    stage(tmp_path, "r1", {"client.pcap": b"hello", "ss-server.txt": b"# 1.0\n"})
+    final = bundle.commit(tmp_path, "r1", {"status": "complete"})
+    (final / "client.pcap").write_bytes(b"hellO")
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision(
+        "run", "artifact client.pcap: sha256 differs from run.json"
+    )
+    (final / "client.pcap").unlink()
+    assert bundle.verify(final) == bundle.Verdict(
+        False, "artifact client.pcap is missing", "corrupt"
+    )
+
+
+def test_files_added_by_collect_are_allowed(tmp_path: Path) -> None:
+    stage(tmp_path, "r1", {"client.pcap": b"hello"})
+    final = bundle.commit(tmp_path, "r1", {"status": "complete"})
+    (final / "metrics.json").write_text("{}")
+    assert bundle.verify(final).ok
+
+
+def test_partial_and_missing(tmp_path: Path) -> None:
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision("run", "missing")
+    stage(tmp_path, "r1", {"client.pcap": b"x"})
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision("run", "partial")
+    (tmp_path / ".r2.old").mkdir()
+    (tmp_path / "keep").mkdir()
+    assert bundle.clean_leftovers(tmp_path) == [".r1.partial", ".r2.old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
+
+
+def test_newer_format_and_junk_are_rejected(tmp_path: Path) -> None:
+    d = tmp_path / "r1"
+    d.mkdir()
+    (d / "run.json").write_text('{"format": 2, "status": "complete"}')
+    v = bundle.verify(d)
+    assert (v.ok, v.status) == (False, "corrupt")
+    assert v.reason.endswith("run.json: format 2 is newer than 1; upgrade")
+    (d / "run.json").write_text("[1, 2")
+    assert bundle.verify(d).status == "corrupt"
+
+
+def test_write_json_is_atomic(tmp_path: Path) -> None:
+    target = tmp_path / "campaign.json"
+    bundle.write_json(target, {"a": 1})
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert os.listdir(tmp_path) == ["campaign.json"]
+
+
+@pytest.mark.parametrize("status", ["failed", "interrupted"])
+def test_unfinished_statuses_are_redone(tmp_path: Path, status: str) -> None:
+    stage(tmp_path, "r1", {"x": b""})
+    bundle.commit(tmp_path, "r1", {"status": status, "reason": "SIGTERM"})
+    assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision(
+        "run", f"{status}: SIGTERM"
+    )
