@@ -1,0 +1,252 @@
+"""Compare two result sets of the same campaign: per metric and per (variant, sweep point),
+the ratio of medians with a bootstrap interval, a Mann-Whitney U p-value, and a verdict.
+
+A regression is declared only when the whole 95 % interval of the ratio lies beyond the
+tolerance in the metric's bad direction, so noise alone rarely trips it (the tests hold it
+to at most 5 % false alarms on identical distributions).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mprig.errors import UsageError
+from reports import directions as dirs
+from reports.results import Results, point_label
+from reports.stats import bootstrap_ratio, mann_whitney_p
+
+IGNORED_SPEC_KEYS = ("description",)  # prose: changing it does not change the experiment
+MIN_RUNS = 2  # complete runs per side and group; a median of one run has no interval
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric at one (variant, sweep point)."""
+
+    metric: str
+    variant: str
+    point: dict[str, Any]
+    n_baseline: int
+    n_current: int
+    median_baseline: float
+    median_current: float
+    ratio: float  # median current / median baseline
+    low: float  # bootstrap 95 % interval of the ratio
+    high: float
+    p_value: float  # two-sided Mann-Whitney U
+    direction: int  # reports.directions: HIGHER, LOWER, NEUTRAL
+    verdict: str  # ok, regression, improvement, info, not judged (...)
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1) * 100
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of `mprig compare`."""
+
+    baseline: str
+    current: str
+    campaign: str
+    tolerance: float
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == "regression"]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "current": self.current,
+            "campaign": self.campaign,
+            "tolerance": self.tolerance,
+            "regressions": len(self.regressions),
+            "notes": list(self.notes),
+            "rows": [{**asdict(r), "change_pct": r.change_pct} for r in self.rows],
+        }
+
+
+def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Comparison:
+    """Compare CURRENT against BASELINE; raises UsageError when they cannot be compared."""
+    if not 0 <= tolerance < 1:
+        raise UsageError(f"--tolerance must be in [0, 1), got {tolerance}")
+    check_same_campaign(baseline, current)
+    check_complete(baseline, "baseline")
+    check_complete(current, "current")
+    metrics, notes = common_metrics(baseline, current)
+    table = dirs.directions()
+    groups = _paired_groups(baseline, current)
+    rows = []
+    for metric in metrics:
+        direction = dirs.direction_of(metric, table)
+        rows += [
+            _row(metric, str(key[0]), point, b[metric], c[metric], direction, tolerance)
+            for key, point, b, c in groups
+        ]
+    unjudged = sorted({r.metric for r in rows if r.verdict == "info"})
+    if unjudged:
+        notes.append(f"no direction declared, not judged: {', '.join(unjudged)}")
+    return Comparison(
+        str(baseline.root), str(current.root), current.name, tolerance, tuple(rows), tuple(notes)
+    )
+
+
+def spec_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Dotted keys whose values differ between two spec snapshots."""
+    fa, fb = _flatten(a), _flatten(b)
+    keys = sorted(set(fa) | set(fb))
+    return [k for k in keys if k.split(".")[0] not in IGNORED_SPEC_KEYS and fa.get(k) != fb.get(k)]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(value, list | tuple) and all(isinstance(v, dict) and "name" in v for v in value):
+        out = {}
+        for v in value:
+            out.update(_flatten(v, f"{prefix}{v['name']}."))
+        return out if value else {prefix.rstrip("."): []}
+    return {prefix.rstrip("."): list(value) if isinstance(value, tuple) else value}
+
+
+def check_same_campaign(baseline: Results, current: Results) -> None:
+    """Refuse to compare results of different campaigns (or of an edited campaign)."""
+    if baseline.name != current.name:
+        raise UsageError(
+            f"different campaigns: baseline {baseline.root} is {baseline.name!r}, "
+            f"current {current.root} is {current.name!r}"
+        )
+    differ = spec_differences(baseline.spec, current.spec)
+    if differ:
+        shown = ", ".join(differ[:8]) + (f" and {len(differ) - 8} more" if len(differ) > 8 else "")
+        raise UsageError(
+            f"campaign {current.name!r} differs between baseline and current in: {shown}; "
+            "compare results of the same campaign spec"
+        )
+
+
+def check_complete(results: Results, role: str) -> None:
+    """A partial campaign cannot be compared: list the planned runs that are missing."""
+    missing = results.missing
+    if missing:
+        ids = ", ".join(m["run_id"] for m in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise UsageError(
+            f"{role} {results.root} is a partial campaign: {len(missing)} planned runs "
+            f"missing ({ids}{more}); finish it with `mprig run` and `mprig collect`"
+        )
+
+
+def common_metrics(baseline: Results, current: Results) -> tuple[list[str], list[str]]:
+    """Metrics with data on both sides; a metric with data on one side only is an error."""
+    have_b = {m for m in baseline.metrics if baseline.complete[m].notna().any()}
+    have_c = {m for m in current.metrics if current.complete[m].notna().any()}
+    if not have_b and not have_c:
+        raise UsageError(f"{current.root}: no metric has data; did `mprig collect` run?")
+    for role, res, absent in (
+        ("current", current, sorted(have_b - have_c)),
+        ("baseline", baseline, sorted(have_c - have_b)),
+    ):
+        if absent:
+            raise UsageError(
+                f"{role} {res.root} is missing metrics {', '.join(absent)}; "
+                "collect both result sets with the same mprig version"
+            )
+    notes = []
+    empty = sorted(set(baseline.metrics) - have_b)
+    if empty:
+        notes.append(f"no data on either side, skipped: {', '.join(empty)}")
+    return sorted(have_b), notes
+
+
+def _groups(results: Results) -> dict[tuple[Any, ...], Any]:
+    """Complete runs per (variant, *sweep values); a value absent for a variant is "-"."""
+    keys = ["variant", *results.axes]
+    frame = results.complete.copy()
+    for axis in results.axes:
+        frame[axis] = [("-" if _isnan(v) else v) for v in frame[axis]]
+    return {
+        tuple(plain(v) for v in (k if isinstance(k, tuple) else (k,))): g
+        for k, g in frame.groupby(keys, sort=True)
+    }
+
+
+def _isnan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value (JSON-serialisable, hashable)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _paired_groups(baseline: Results, current: Results) -> list[tuple[Any, ...]]:
+    """(key, point, baseline rows, current rows) per (variant, sweep point)."""
+    base_groups, cur_groups = _groups(baseline), _groups(current)
+    out = []
+    for key in sorted(set(base_groups) | set(cur_groups), key=str):
+        b, c = base_groups.get(key), cur_groups.get(key)
+        point = dict(zip(baseline.axes, key[1:], strict=True))
+        nb, nc = (0 if g is None else len(g) for g in (b, c))
+        if b is None or c is None or nb < MIN_RUNS or nc < MIN_RUNS:
+            raise UsageError(
+                f"too few complete runs for {key[0]} at {point_label(point)}: baseline {nb}, "
+                f"current {nc} (need {MIN_RUNS} each); see the failed runs in each report"
+            )
+        out.append((key, point, b, c))
+    return out
+
+
+def _row(
+    metric: str,
+    variant: str,
+    point: dict[str, Any],
+    b: Any,
+    c: Any,
+    direction: int | None,
+    tol: float,
+) -> Row:
+    seed = zlib.crc32(f"{metric}|{variant}|{sorted(point.items())}".encode())
+    ci = bootstrap_ratio(b, c, seed=seed)
+    p = mann_whitney_p(b, c)
+    mb, mc = float(b.median()), float(c.median())
+    verdict = judge(ci.ratio, ci.low, ci.high, direction, tol, mb, mc)
+    return Row(
+        metric, variant, point, int(b.notna().sum()), int(c.notna().sum()), mb, mc,
+        ci.ratio, ci.low, ci.high, p, direction if direction is not None else 0, verdict,
+    )  # fmt: skip
+
+
+def judge(
+    ratio: float,
+    low: float,
+    high: float,
+    direction: int | None,
+    tol: float,
+    median_baseline: float = 1.0,
+    median_current: float = 1.0,
+) -> str:
+    """The verdict for one row: the whole interval must lie beyond the tolerance."""
+    if direction is None or direction == dirs.NEUTRAL:
+        return "info"
+    if math.isnan(ratio):
+        if median_baseline == 0 and median_current == 0:
+            return "ok"
+        return "not judged (baseline median is 0)"
+    worse_low, better_high = 1 - tol, 1 + tol
+    if direction == dirs.HIGHER:
+        return "regression" if high < worse_low else "improvement" if low > better_high else "ok"
+    return "regression" if low > better_high else "improvement" if high < worse_low else "ok"
