@@ -1,0 +1,56 @@
+"""Parse `nstat -az` text (kernel SNMP/MIB counters) and take before/after deltas.
+
+`nstat -az` prints `#kernel`, then one `<Name> <value> <rate>` line per counter, zeros
+included. The runner records it on each host before and after a run; the run's counters
+are the differences. MPTcpExt* are MPTCP's MIB (net/mptcp/mib.c), TcpExt* TCP's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from collectors.textparse import ParseError
+
+PREFIXES = ("MPTcpExt", "TcpExt")  # the counter families a run's metrics keep
+
+
+def parse_nstat(text: str) -> dict[str, int]:
+    """Counter name -> value, in file order."""
+    out: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) not in (2, 3) or not parts[1].isdigit():
+            raise ParseError(lineno, f"not an nstat counter line (name value rate): {line!r}")
+        out[parts[0]] = int(parts[1])
+    if not out:
+        raise ParseError(None, "no counters (expected `nstat -az` output)")
+    return out
+
+
+def delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """after - before for every counter in `after` (a counter new in `after` counts from 0).
+
+    A counter that went down means the two snapshots are swapped or come from different
+    boots or namespaces: that is an error, not a negative count.
+    """
+    out = {name: value - before.get(name, 0) for name, value in after.items()}
+    down = [name for name, d in out.items() if d < 0]
+    if down:
+        raise ParseError(
+            None,
+            f"counter {down[0]} went down from {before[down[0]]} to {after[down[0]]}: "
+            "snapshots swapped, or taken on different hosts or boots",
+        )
+    return out
+
+
+def select(counters: Mapping[str, int], prefixes: tuple[str, ...] = PREFIXES) -> dict[str, int]:
+    """Only the counters whose names start with one of `prefixes`."""
+    return {k: v for k, v in counters.items() if k.startswith(prefixes)}
+
+
+def run_deltas(before_text: str, after_text: str) -> dict[str, int]:
+    """MPTcpExt* and TcpExt* deltas of a run from its two `nstat -az` snapshots."""
+    return select(delta(parse_nstat(before_text), parse_nstat(after_text)))

@@ -1,0 +1,320 @@
+"""Make a real run bundle (docs/bundle.md) on this kernel, without the runner.
+
+Two paths between a client and a server through two routers, rate-limited with tbf on the
+routers' client-facing interfaces (no netem: the native kernel lacks it), one short MPTCP
+iperf3 download under mptcpize, tcpdump on client and server, ss sampled on the sender every
+100 ms, nstat before and after. Needs root. Used by the collect integration test and, run as
+a script, to regenerate the committed fixture bundle:
+
+    sudo .venv/bin/python tests/integration/realbundle.py tests/captures/test_collect/two_path
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVER_ADDR = "10.55.9.1"
+
+
+@dataclass(frozen=True)
+class PathDef:
+    """One path of the test rig."""
+
+    name: str  # spec path name
+    kind: str  # wifi | cellular
+    router: str  # router host name
+    client_if: str  # client interface
+    subnet: int  # third octet of the client-side /24
+    down_mbit: float  # tbf rate towards the client
+
+
+PATHS = (
+    PathDef("wifi", "wifi", "ap", "eth1", 1, 4.0),
+    PathDef("cell", "cellular", "cell", "eth2", 2, 2.0),
+)
+
+
+def sh(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), check=check, capture_output=True, text=True, timeout=30)
+
+
+class Rig:
+    """The namespaces of one test rig, named <prefix>-<host>."""
+
+    def __init__(self, prefix: str, paths: Sequence[PathDef] = PATHS) -> None:
+        self.prefix, self.paths = prefix, tuple(paths)
+        self.commands: list[dict[str, object]] = []
+
+    def ns(self, host: str) -> str:
+        return f"{self.prefix}-{host}"
+
+    def run(self, host: str, argv: Sequence[str], *, check: bool = True) -> str:
+        t0 = time.monotonic()
+        res = sh(["ip", "netns", "exec", self.ns(host), *argv], check=False)
+        self.commands.append(
+            {
+                "host": host,
+                "argv": list(argv),
+                "returncode": res.returncode,
+                "seconds": round(time.monotonic() - t0, 3),
+            }
+        )
+        if check and res.returncode != 0:
+            raise RuntimeError(f"{host}: {' '.join(argv)}: {res.stderr.strip()}")
+        return res.stdout
+
+    def hosts(self) -> list[str]:
+        return ["client", "server", *(p.router for p in self.paths)]
+
+    def popen(self, host: str, argv: Sequence[str], out: Path) -> subprocess.Popen[bytes]:
+        with out.open("wb") as fh:
+            return subprocess.Popen(
+                ["ip", "netns", "exec", self.ns(host), *argv],
+                stdout=fh,
+                stderr=subprocess.PIPE,
+            )
+
+    def veth(self, a: str, a_if: str, b: str, b_if: str) -> None:
+        link = ["ip", "link", "add", a_if, "netns", self.ns(a), "type", "veth"]
+        sh([*link, "peer", "name", b_if, "netns", self.ns(b)])
+
+    def addr(self, host: str, dev: str, cidr: str) -> None:
+        self.run(host, ["ip", "addr", "add", cidr, "dev", dev])
+        self.run(host, ["ip", "link", "set", dev, "up"])
+        self.run(host, ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"])
+
+    def up(self) -> None:
+        for h in self.hosts():
+            sh(["ip", "netns", "add", self.ns(h)])
+            self.run(h, ["ip", "link", "set", "lo", "up"])
+        self.run("server", ["ip", "addr", "add", f"{SERVER_ADDR}/32", "dev", "lo"])
+        for i, p in enumerate(self.paths, start=1):
+            self.path_up(i, p)
+        for h in ("client", "server"):
+            self.run(h, ["ip", "mptcp", "limits", "set", "subflows", "4", "add_addr_accepted", "4"])
+        first = self.paths[0]
+        self.run("client", ["ip", "route", "add", "default", "via", f"10.55.{first.subnet}.2"])
+
+    def path_up(self, i: int, p: PathDef) -> None:
+        c_addr, r_addr = f"10.55.{p.subnet}.1", f"10.55.{p.subnet}.2"
+        s_addr, rs_addr = f"10.55.{10 + p.subnet}.1", f"10.55.{10 + p.subnet}.2"
+        self.veth("client", p.client_if, p.router, "c0")
+        self.veth("server", f"eth{i}", p.router, "s0")
+        self.addr("client", p.client_if, f"{c_addr}/24")
+        self.addr(p.router, "c0", f"{r_addr}/24")
+        self.addr("server", f"eth{i}", f"{s_addr}/24")
+        self.addr(p.router, "s0", f"{rs_addr}/24")
+        self.run(p.router, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        self.run(p.router, ["ip", "route", "add", f"{SERVER_ADDR}/32", "via", s_addr])
+        self.run("server", ["ip", "route", "add", f"10.55.{p.subnet}.0/24", "via", rs_addr])
+        table = str(100 + p.subnet)
+        self.run("client", ["ip", "rule", "add", "from", c_addr, "table", table])
+        self.run("client", ["ip", "route", "add", "default", "via", r_addr, "table", table])
+        if i > 1:
+            endpoint = ["ip", "mptcp", "endpoint", "add", c_addr]
+            self.run("client", [*endpoint, "dev", p.client_if, "subflow"])
+        rate = f"{p.down_mbit}mbit"
+        tbf = ["tc", "qdisc", "add", "dev", "c0", "root", "tbf", "rate", rate]
+        self.run(p.router, [*tbf, "burst", "4kb", "latency", "40ms"])
+
+    def down(self) -> None:
+        for h in self.hosts():
+            sh(["ip", "netns", "del", self.ns(h)], check=False)
+
+
+@contextmanager
+def rig(prefix: str, paths: Sequence[PathDef] = PATHS) -> Iterator[Rig]:
+    r = Rig(prefix, paths)
+    try:
+        r.up()
+        yield r
+    finally:
+        r.down()
+
+
+class SsSampler(threading.Thread):
+    """`ss -tinHM` every 100 ms, each sample headed by `# <unix time>`."""
+
+    def __init__(self, r: Rig, host: str, out: Path) -> None:
+        super().__init__(daemon=True)
+        self.r, self.host, self.out = r, host, out
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        with self.out.open("w") as fh:
+            while not self.stop_event.is_set():
+                fh.write(f"# {time.time():.6f}\n")
+                fh.write(sh(["ip", "netns", "exec", self.r.ns(self.host), "ss", "-tinHM"]).stdout)
+                self.stop_event.wait(0.1)
+
+
+def snapshot(r: Rig, bundle: Path, when: str) -> None:
+    env_hist = f"NSTAT_HISTORY=/tmp/{r.prefix}-nstat-{when}"
+    for h in ("client", "server"):
+        text = r.run(h, ["env", env_hist, "nstat", "-az"])
+        (bundle / f"nstat-{h}-{when}.txt").write_text(text)
+    for p in r.paths:
+        (bundle / f"tc-{p.router}-{when}.txt").write_text(
+            r.run(p.router, ["tc", "-s", "qdisc", "show"])
+        )
+
+
+def start_capture(r: Rig, host: str, bundle: Path, snaplen: int) -> subprocess.Popen[bytes]:
+    argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-U", "-w", str(bundle / f"{host}.pcap")]
+    proc = subprocess.Popen(
+        ["ip", "netns", "exec", r.ns(host), *argv, "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    proc.stderr.readline()  # "tcpdump: listening on any ...": the capture is live
+    return proc
+
+
+def stop_capture(proc: subprocess.Popen[bytes]) -> int:
+    """Stop tcpdump; return its 'dropped by kernel' count."""
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    for line in err.decode().splitlines():
+        if "dropped by kernel" in line:
+            return int(line.split()[0])
+    return 0
+
+
+def traffic(r: Rig, bundle: Path, duration: float) -> None:
+    srv = r.popen(
+        "server", ["mptcpize", "run", "iperf3", "-s", "-1", "-J"], bundle / "iperf3-server.json"
+    )
+    time.sleep(0.3)
+    argv = ["mptcpize", "run", "iperf3", "-c", SERVER_ADDR, "-R", "-J", "-t", str(duration)]
+    (bundle / "iperf3-client.json").write_text(r.run("client", argv, check=False))
+    srv.wait(timeout=duration + 15)
+
+
+def run_traffic(r: Rig, bundle: Path, duration: float, snaplen: int) -> dict[str, int]:
+    snapshot(r, bundle, "before")
+    caps = {h: start_capture(r, h, bundle, snaplen) for h in ("client", "server")}
+    sampler = SsSampler(r, "server", bundle / "ss-server.txt")
+    sampler.start()
+    try:
+        traffic(r, bundle, duration)
+    finally:
+        sampler.stop_event.set()
+        sampler.join()
+        drops = {h: stop_capture(p) for h, p in caps.items()}
+    snapshot(r, bundle, "after")
+    return drops
+
+
+def path_dump(p: PathDef) -> dict[str, object]:
+    def direction(rate: float) -> dict[str, object]:
+        return {
+            "rate_mbit": rate,
+            "delay_ms": 0.0,
+            "jitter_ms": 0.0,
+            "loss_pct": 0.0,
+            "limit_pkts": 1000,
+        }
+
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "down": direction(p.down_mbit),
+        "up": direction(1000.0),
+        "distance_m": None,
+        "wifi_standard": None,
+    }
+
+
+def run_json(r: Rig, bundle: Path, meta: dict[str, object]) -> dict[str, object]:
+    artifacts = {
+        f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(bundle.iterdir())
+        if f.name != "run.json"
+    }
+    links = [
+        {
+            "path": p.name,
+            "client_if": p.client_if,
+            "client_addr": f"10.55.{p.subnet}.1",
+            "router": p.router,
+        }
+        for p in r.paths
+    ]
+    return {
+        "format": 1,
+        "run_id": bundle.name,
+        "index": 0,
+        "repetition": 1,
+        "seed": 1,
+        "status": "complete",
+        "attempts": 1,
+        "point": {},
+        "variant": {"name": "mptcp", "protocol": "mptcp", "cc": meta["cc"]},
+        "paths": [path_dump(p) for p in r.paths],
+        "links": links,
+        "server_addr": SERVER_ADDR,
+        "traffic": {
+            "tool": "iperf3",
+            "direction": "download",
+            "duration_s": meta["duration"],
+            "omit_s": 0,
+            "bytes": None,
+        },
+        "capture": {
+            "snaplen": meta["snaplen"],
+            "hosts": ["client", "server"],
+            "kernel_drops": meta["drops"],
+        },
+        "flags": [],
+        "timings": {
+            "started": meta["started"],
+            "ended": meta["ended"],
+            "traffic_s": meta["duration"],
+            "overhead_s": 0.0,
+        },
+        "hosts": {"client": {"kernel": os.uname().release, "sysctls": {}, "tools": {}}},
+        "mprig": {"version": "0.1.0", "git": "tests/integration/realbundle.py"},
+        "commands": r.commands,
+        "artifacts": artifacts,
+        "rig_mode": "virtual-native",
+        "campaign": meta["campaign"],
+    }
+
+
+def make_bundle(
+    bundle: Path, *, prefix: str, duration: float = 1.0, snaplen: int = 200, campaign: str = "h5"
+) -> Path:
+    """Run one real MPTCP download and write its bundle into `bundle` (created)."""
+    bundle.mkdir(parents=True)
+    with rig(prefix) as r:
+        cc = r.run("server", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]).strip()
+        started = time.time()
+        drops = run_traffic(r, bundle, duration, snaplen)
+        meta: dict[str, object] = {
+            "cc": cc,
+            "duration": duration,
+            "snaplen": snaplen,
+            "drops": drops,
+            "started": started,
+            "ended": time.time(),
+            "campaign": campaign,
+        }
+        doc = run_json(r, bundle, meta)
+    (bundle / "run.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return bundle
+
+
+if __name__ == "__main__":
+    make_bundle(Path(sys.argv[1]), prefix=f"h5g{os.getpid() % 1000}")

@@ -1,0 +1,90 @@
+"""iperf3 --json parsing on real outputs of iperf3 3.12 under mptcpize on this machine
+(tests/captures/test_iperf3/, verbatim): a 1 s MPTCP download (-R) over two rate-limited
+paths, an interrupted test, and a refused connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from collectors.iperf3 import INTERVAL_COLUMNS, parse_iperf3, receiver_bps
+from collectors.textparse import ParseError
+
+HERE = Path(__file__).parents[1] / "captures" / "test_iperf3"
+
+
+def read(name: str) -> str:
+    return (HERE / name).read_text()
+
+
+def summary(name: str) -> tuple[object, ...]:
+    r = parse_iperf3(read(name), mptcp=True)
+    return (r.role, r.error, r.reverse, r.sender, r.protocol, r.num_streams, r.duration_s,
+            r.start_unix, r.sent_bytes, r.sent_bps, r.received_bytes, r.received_bps,
+            r.retransmits, r.congestion, r.tcp_info_scope, r.complete)  # fmt: skip
+
+
+def test_download_client_is_the_receiver() -> None:
+    assert summary("download_client.json") == (
+        "client", None, True, False, "TCP", 1, 1.0, 1795240084.0,
+        1112568, 8889192.501176, 467644, 3740680.6742350459, 101, "bbr", "first_subflow", True,
+    )  # fmt: skip
+
+
+def test_download_server_is_the_sender() -> None:
+    assert summary("download_server.json") == (
+        "server", None, True, True, "TCP", 1, 1.0, 1795240084.0,
+        1112568, 8889192.501176, 0, 0.0, 101, "bbr", "first_subflow", True,
+    )  # fmt: skip
+
+
+def test_intervals_table() -> None:
+    iv = parse_iperf3(read("download_client.json")).intervals
+    assert list(iv.columns) == list(INTERVAL_COLUMNS)
+    assert [tuple(r) for r in iv.astype(object).itertuples(index=False)] == [
+        (0.0, 1.000126, 467644, 3740680.6584548964, pd.NA, False)
+    ]
+
+
+def test_receiver_bps_prefers_the_client_figure() -> None:
+    client = parse_iperf3(read("download_client.json"))
+    server = parse_iperf3(read("download_server.json"))
+    # the sending server's sum_received is 0: it cannot stand in for the receiver
+    assert (receiver_bps(client, server), receiver_bps(None, server)) == (
+        3740680.6742350459, None
+    )  # fmt: skip
+
+
+def test_refused_connection_keeps_iperf3_error() -> None:
+    assert summary("refused_client.json") == (
+        "client", "unable to connect to server: Connection refused", False, True, None, None,
+        None, None, None, None, None, None, None, None, "first_subflow", False,
+    )  # fmt: skip
+
+
+def test_interrupted_run_is_not_complete_but_keeps_intervals() -> None:
+    r = parse_iperf3(read("interrupted_client.json"))
+    assert (r.error, r.complete, len(r.intervals), r.tcp_info_scope) == (
+        "interrupt - the client has terminated", False, 2, "connection"
+    )  # fmt: skip
+    server = parse_iperf3(read("interrupted_server.json"))
+    assert (server.role, server.error, server.sender) == (
+        "server", "the client has terminated", False
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty iperf3 output (iperf3 did not run or was killed)"),
+        ('{"start": {', "1: not iperf3 JSON: Expecting property name enclosed in double quotes "
+         "(column 12)"),
+        ("[1, 2]", "JSON without iperf3's start/intervals/end keys"),
+    ],
+)  # fmt: skip
+def test_bad_input(text: str, message: str) -> None:
+    with pytest.raises(ParseError) as exc:
+        parse_iperf3(text)
+    assert str(exc.value) == message

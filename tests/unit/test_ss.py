@@ -1,0 +1,108 @@
+"""ss -tinHM parsing, on real sampler output from an MPTCP download in namespaces on this
+machine (tests/captures/test_ss/, verbatim: two 2-path samples and one empty sample)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from collectors.ss import COLUMNS, data_subflows, parse_ss, path_summary, per_path
+from collectors.textparse import ParseError
+
+CAPTURE = Path(__file__).parents[1] / "captures" / "test_ss" / "mptcp_download_sender.txt"
+T1, T2 = 1795240084.627435, 1795240084.734073
+TOKEN = 0xB086227B
+LINKS = {"10.55.1.1": "wifi", "10.55.2.1": "cell"}
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return parse_ss(CAPTURE.read_text())
+
+
+def test_columns_and_row_count(frame: pd.DataFrame) -> None:
+    assert list(frame.columns) == list(COLUMNS)
+    # 4 TCP sockets + 2 MPTCP sockets in each of the two non-empty samples
+    assert (len(frame), sorted(frame["time"].unique())) == (12, [T1, T2])
+
+
+def test_subflow_row_whole(frame: pd.DataFrame) -> None:
+    # the line: rtt:12.444/8.212 ... cwnd:27 ssthresh:138 bytes_sent:27908 bytes_retrans:532
+    # bytes_acked:25560 ... unacked:2 retrans:0/1 ... minrtt:0.023 ... flags:Jec
+    row = frame[(frame["time"] == T2) & (frame["peer_port"] == 33967)].iloc[0]
+    assert row.to_dict() == {
+        "time": T2, "netid": "tcp", "state": "ESTAB",
+        "local_addr": "10.55.9.1", "local_port": 5201,
+        "peer_addr": "10.55.2.1", "peer_port": 33967,
+        "token": TOKEN, "cc": "bbr", "cwnd": 27, "ssthresh": 138,
+        "srtt_ms": 12.444, "rttvar_ms": 8.212, "minrtt_ms": 0.023, "mss": 1448,
+        "delivery_rate_bps": 891076920.0, "pacing_rate_bps": 1102707624.0,
+        "bytes_sent": 27908, "bytes_acked": 25560, "bytes_received": None,
+        "bytes_retrans": 532, "retrans": 1, "lost": None, "unacked": 2,
+        "mptcp_flags": "Jec", "subflows": None,
+        "write_seq": None, "snd_una": None, "rcv_nxt": None,
+    }  # fmt: skip
+
+
+def test_mptcp_row_keeps_64_bit_sequence_numbers_exact(frame: pd.DataFrame) -> None:
+    row = frame[(frame["time"] == T1) & (frame["netid"] == "mptcp")].iloc[0]
+    got = (row["token"], row["subflows"], row["write_seq"], row["snd_una"], row["rcv_nxt"])
+    assert got == (TOKEN, 1, 0x724ED0EC6A8A8E23, 0x724ED0EC6A87BC03, 0x3D5031EC922AB584)
+
+
+def test_data_subflows_drop_the_iperf3_control_connection(frame: pd.DataFrame) -> None:
+    sub = data_subflows(frame)
+    got = sorted(set(zip(sub["peer_addr"], sub["peer_port"], sub["token"], strict=True)))
+    assert got == [("10.55.1.1", 39982, TOKEN), ("10.55.2.1", 33967, TOKEN)]
+
+
+def test_path_summary_by_hand(frame: pd.DataFrame) -> None:
+    summary = path_summary(per_path(data_subflows(frame), LINKS))
+    assert summary == {
+        "cell": {"srtt_ms": pytest.approx((1.929 + 12.444) / 2), "cwnd_mean": 21.0,
+                 "ssthresh_min": 138.0,
+                 "delivery_rate_bps_mean": (3936560 + 891076920) / 2,
+                 "retrans": 1.0, "samples": 2.0},
+        "wifi": {"srtt_ms": pytest.approx((5.357 + 44.953) / 2), "cwnd_mean": 20.0,
+                 "ssthresh_min": None,
+                 "delivery_rate_bps_mean": (163154928 + 4037200) / 2,
+                 "retrans": 15.0, "samples": 2.0},
+    }  # fmt: skip
+
+
+def test_tcp_only_output_without_netid_column_and_human_rates() -> None:
+    text = (
+        "# 100.5\n"
+        "ESTAB 0 0 10.0.0.1%eth1:5201 10.0.0.2:40000\n"
+        "\t cubic rtt:2.5/1 cwnd:10 delivery_rate 1.5Mbps pacing_rate 20Kbps\n"
+    )
+    row = parse_ss(text).iloc[0]
+    got = (row["netid"], row["local_addr"], row["cc"], row["srtt_ms"], row["cwnd"])
+    assert (*got, row["delivery_rate_bps"], row["pacing_rate_bps"]) == (
+        "tcp", "10.0.0.1", "cubic", 2.5, 10, 1.5e6, 2e4
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ESTAB 0 0 1:1 1:2\n", "1: socket line before the first '# <unix time>' header"),
+        ("# now\n", "1: sample header is not '# <unix time>': '# now'"),
+        ("# 1\n\t cubic cwnd:1\n", "2: an ss info line without a socket line before it"),
+        ("# 1\nESTAB 0 0 1.2.3.4:1 1.2.3.5:2\n\t cwnd:x\n", "3: bad ss field cwnd:x"),
+        ("# 1\ngarbage here\n", "2: not an ss socket line (netid state q q local peer): "
+         "'garbage here'"),
+    ],
+)  # fmt: skip
+def test_bad_input_names_the_line(text: str, message: str) -> None:
+    with pytest.raises(ParseError) as exc:
+        parse_ss(text)
+    assert str(exc.value) == message
+    assert str(exc.value.in_file("ss-server.txt")) == f"ss-server.txt:{message}"
+
+
+def test_empty_output_is_an_empty_table() -> None:
+    frame = parse_ss("# 1.0\n# 1.1\n")
+    assert (len(frame), list(frame.columns), len(data_subflows(frame))) == (0, list(COLUMNS), 0)
