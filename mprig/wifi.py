@@ -1,0 +1,440 @@
+"""Wi-Fi channel model: distance -> PHY mode, frame error rate, MAC goodput and residual loss.
+
+The papers (seeds 000 and 003) ran NS-3 with a log-distance path loss, Nakagami fading and a
+fixed 802.11g/b PHY mode per link. This module reproduces that chain with pure functions so
+that a distance becomes a netem rate and loss on the virtual rig, or an RF attenuation on a
+lab rig. Sources, one per stage:
+
+- Path loss: log-distance, PL(d) = PL(d0) + 10 n log10(d/d0) (Rappaport, *Wireless
+  Communications*, 2nd ed., eq. 4.68); PL(1 m) = 46.6777 dB, the NS-3
+  LogDistancePropagationLossModel default that seed 003 quotes as 46.67 dB.
+- Transmit power 16.0206 dBm and receiver noise figure 7 dB: NS-3 YansWifiPhy defaults
+  (TxPowerStart, RxNoiseFigure). Thermal noise kTB at 290 K over 20 MHz (OFDM, IEEE
+  802.11-2016 clause 17/18) or 22 MHz (DSSS/HR-DSSS, clauses 15/16).
+- Fading: Nakagami-m power gain ~ Gamma(m, 1/m) per frame, with NS-3
+  NakagamiPropagationLossModel defaults m = 1.5 below 80 m, 0.75 from 80 m (Distance1/2,
+  m0/m1/m2). The expected frame error rate is the error rate averaged over that
+  distribution by numerical integration.
+- Bit and frame error rates: NS-3 NistErrorRateModel for OFDM (Pei and Henderson,
+  "Validation of OFDM error rate model in ns-3", 2010: uncoded M-QAM BER, then the union
+  bound of the 802.11 convolutional code at rate 1/2, 2/3, 3/4) and NS-3
+  DsssErrorRateModel for DSSS/HR-DSSS (DBPSK, DQPSK closed forms; the Matlab fits for CCK).
+- Rate selection: per-mode SNR thresholds = the lowest mean SNR at which the fading-averaged
+  frame error rate is <= 10 %, the criterion of the receiver minimum sensitivity tables of
+  IEEE 802.11-2016 (Table 17-18 for OFDM, 15.4.8.2 / 16.3.8.2 for DSSS/HR-DSSS);
+  `select_rate` picks the fastest mode whose threshold the SNR meets (NS-3 IdealWifiManager).
+  The papers fixed the mode (ConstantRateWifiManager), which `link` does when given a rate.
+- MAC efficiency: DCF with basic access, IEEE 802.11-2016 10.3 and the PHY characteristics
+  tables (OFDM/ERP: SIFS 10 us, preamble 16 us + SIGNAL 4 us, 4 us symbols, 16 service and
+  6 tail bits, 6 us ERP signal extension, CWmin 15; DSSS: SIFS 10 us, slot 20 us, 192 us
+  long PLCP preamble and header, CWmin 31; CWmax 1023; dot11ShortRetryLimit 7 attempts;
+  ACK 14 octets at the highest basic rate not above the data rate).
+
+Calibration (see docs/papers.md): with the NS-3 radio defaults above, a path loss exponent
+of 2.2 and a TCP ACK for every data segment (the NS-3 MPTCP model of the papers does not
+delay ACKs), the model gives about 14.5 Mbit/s of TCP goodput over 11g at 54 Mbit/s close to
+the AP (seeds 000/003: "15 Mbit/s is the maximum throughput TCP can achieve over an 11g
+link in NS-3"), keeps the 54 Mbit/s mode usable at 70 m and drops it below 1 Mbit/s
+beyond 80 m (seed 003, Discussion).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from mprig.spec import Path
+
+Standard = Literal["11b", "11g"]
+
+BOLTZMANN = 1.380649e-23  # J/K
+NOISE_TEMPERATURE_K = 290.0
+DEFAULT_EXPONENT = 2.2  # calibrated, see the module docstring
+REFERENCE_LOSS_DB = 46.6777  # NS-3 LogDistancePropagationLossModel ReferenceLoss at 1 m
+DEFAULT_TX_POWER_DBM = 16.0206  # NS-3 YansWifiPhy TxPowerStart (40 mW)
+DEFAULT_NOISE_FIGURE_DB = 7.0  # NS-3 YansWifiPhy RxNoiseFigure
+TARGET_FER = 0.10  # 802.11-2016 sensitivity criterion (PER/FER at most 10 %)
+RETRY_LIMIT = 7  # dot11ShortRetryLimit: transmission attempts per frame
+ACK_BYTES = 14  # 802.11 ACK frame
+MAC_OVERHEAD_BYTES = 24 + 4 + 8  # MAC header + FCS + LLC/SNAP
+
+
+@dataclass(frozen=True)
+class PhyMode:
+    """One 802.11 PHY mode (modulation and coding) and what the error model needs of it."""
+
+    standard: Standard
+    rate_mbit: float  # PHY data rate
+    modulation: str  # dbpsk, dqpsk, cck55, cck11 (DSSS); bpsk, qpsk, qam16, qam64 (OFDM)
+    code_b: int  # convolutional code: 1 = rate 1/2, 2 = 2/3, 3 = 3/4; 0 for DSSS
+    sensitivity_dbm: float | None  # 802.11-2016 minimum input sensitivity, where specified
+
+
+MODES: dict[Standard, tuple[PhyMode, ...]] = {
+    "11b": (
+        PhyMode("11b", 1.0, "dbpsk", 0, None),
+        PhyMode("11b", 2.0, "dqpsk", 0, -80.0),  # 15.4.8.2, FER 8 % at 1024 octets
+        PhyMode("11b", 5.5, "cck55", 0, None),
+        PhyMode("11b", 11.0, "cck11", 0, -76.0),  # 16.3.8.2, FER 8 % at 1024 octets
+    ),
+    "11g": (  # Table 17-18, 20 MHz channel
+        PhyMode("11g", 6.0, "bpsk", 1, -82.0),
+        PhyMode("11g", 9.0, "bpsk", 3, -81.0),
+        PhyMode("11g", 12.0, "qpsk", 1, -79.0),
+        PhyMode("11g", 18.0, "qpsk", 3, -77.0),
+        PhyMode("11g", 24.0, "qam16", 1, -74.0),
+        PhyMode("11g", 36.0, "qam16", 3, -70.0),
+        PhyMode("11g", 48.0, "qam64", 2, -66.0),
+        PhyMode("11g", 54.0, "qam64", 3, -65.0),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Radio:
+    """Radio and propagation parameters (NS-3 defaults unless calibrated)."""
+
+    tx_power_dbm: float = DEFAULT_TX_POWER_DBM
+    noise_figure_db: float = DEFAULT_NOISE_FIGURE_DB
+    exponent: float = DEFAULT_EXPONENT  # log-distance path loss exponent
+    reference_loss_db: float = REFERENCE_LOSS_DB  # loss at the reference distance
+    reference_distance_m: float = 1.0
+    nakagami: tuple[tuple[float, float], ...] = ((80.0, 1.5), (200.0, 0.75))  # (below m, m)
+    nakagami_far_m: float = 0.75  # m beyond the last distance above
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The frames a bulk TCP download puts on the link."""
+
+    payload_bytes: int = 1400  # TCP payload per segment (the papers' packet size)
+    header_bytes: int = 40  # IP + TCP headers
+    tcp_ack_every: int = 1  # data segments per TCP ACK (NS-3 MPTCP model: every segment)
+
+
+@dataclass(frozen=True)
+class MacTiming:
+    """DCF timing of one PHY (IEEE 802.11-2016 PHY characteristics)."""
+
+    slot_us: float
+    sifs_us: float
+    cw_min: int
+    cw_max: int
+
+
+# 11g: long slot (20 us), the ERP default when 11b stations may be present, as in the NS-3 of
+# the papers; 11b: DSSS.
+TIMING: dict[Standard, MacTiming] = {
+    "11g": MacTiming(slot_us=20.0, sifs_us=10.0, cw_min=15, cw_max=1023),
+    "11b": MacTiming(slot_us=20.0, sifs_us=10.0, cw_min=31, cw_max=1023),
+}
+
+
+@dataclass(frozen=True)
+class LinkEstimate:
+    """What the model says about one link at one distance."""
+
+    distance_m: float
+    standard: Standard
+    phy_rate_mbit: float  # PHY mode in use
+    mean_snr_db: float  # before fading
+    frame_error: float  # expected data frame error rate per attempt, averaged over fading
+    goodput_mbit: float  # TCP payload delivered per second by the MAC
+    netem_rate_mbit: float  # IP packets (payload + headers) per second: netem rate
+    loss_pct: float  # residual loss after MAC retries: netem loss
+
+
+def path_loss_db(distance_m: float, radio: Radio = Radio()) -> float:
+    """Log-distance path loss at `distance_m` (Rappaport eq. 4.68; NS-3 LogDistance)."""
+    if distance_m <= 0:
+        raise ValueError(f"distance must be > 0 m, got {distance_m}")
+    ratio = max(distance_m, radio.reference_distance_m) / radio.reference_distance_m
+    return radio.reference_loss_db + 10.0 * radio.exponent * math.log10(ratio)
+
+
+def bandwidth_hz(standard: Standard) -> float:
+    """Noise bandwidth: 20 MHz for OFDM/ERP, 22 MHz for DSSS/HR-DSSS."""
+    return 20e6 if standard == "11g" else 22e6
+
+
+def noise_floor_dbm(standard: Standard, radio: Radio = Radio()) -> float:
+    """Thermal noise kTB at 290 K over the channel, plus the receiver noise figure."""
+    ktb_w = BOLTZMANN * NOISE_TEMPERATURE_K * bandwidth_hz(standard)
+    return 10.0 * math.log10(ktb_w * 1e3) + radio.noise_figure_db
+
+
+def mean_snr_db(distance_m: float, standard: Standard, radio: Radio = Radio()) -> float:
+    """Mean SNR at `distance_m` before fading: Ptx - PL(d) - noise floor."""
+    received = radio.tx_power_dbm - path_loss_db(distance_m, radio)
+    return received - noise_floor_dbm(standard, radio)
+
+
+def nakagami_m(distance_m: float, radio: Radio = Radio()) -> float:
+    """Nakagami shape m at `distance_m` (NS-3 NakagamiPropagationLossModel)."""
+    for below_m, m in radio.nakagami:
+        if distance_m < below_m:
+            return m
+    return radio.nakagami_far_m
+
+
+def attenuation_db(
+    target_distance_m: float, physical_distance_m: float, radio: Radio = Radio()
+) -> float:
+    """RF attenuation that makes a station `physical_distance_m` from its AP see the path
+    loss of `target_distance_m`: PL(target) - PL(physical), never negative."""
+    extra = path_loss_db(target_distance_m, radio) - path_loss_db(physical_distance_m, radio)
+    return max(0.0, extra)
+
+
+def find_mode(standard: Standard, rate_mbit: float) -> PhyMode:
+    """The PHY mode of `standard` at `rate_mbit`; ValueError naming the valid rates."""
+    for mode in MODES[standard]:
+        if math.isclose(mode.rate_mbit, rate_mbit):
+            return mode
+    rates = ", ".join(f"{m.rate_mbit:g}" for m in MODES[standard])
+    raise ValueError(f"802.{standard} has no {rate_mbit:g} Mbit/s mode (valid: {rates})")
+
+
+# --- bit error rates (NS-3 NistErrorRateModel / DsssErrorRateModel) --------------------
+
+_UNION_BOUND: dict[int, tuple[float, int, tuple[float, ...]]] = {
+    # b -> (factor, first distance, weights): coded BER <= factor * sum(w_d * D^d)
+    1: (0.5, 10, (36, 0, 211, 0, 1404, 0, 11633, 0, 77433, 0, 502690, 0, 3322763, 0,
+                  21292910, 0, 134365911)),
+    2: (1 / 4, 6, (3, 70, 285, 1276, 6160, 27128, 117019, 498860, 2103891, 8784123)),
+    3: (1 / 6, 5, (42, 201, 1492, 10469, 62935, 379644, 2253373, 13073811, 75152755,
+                   428005675)),
+}  # fmt: skip
+
+
+def _uncoded_ber(modulation: str, snr: float) -> float:
+    if modulation == "bpsk":
+        return 0.5 * math.erfc(math.sqrt(snr))
+    if modulation == "qpsk":
+        return 0.5 * math.erfc(math.sqrt(snr / 2.0))
+    if modulation == "qam16":
+        return 0.75 * 0.5 * math.erfc(math.sqrt(snr / 10.0))
+    return 7.0 / 12.0 * 0.5 * math.erfc(math.sqrt(snr / 42.0))  # qam64
+
+
+def _coded_ber(p: float, code_b: int) -> float:
+    factor, first, weights = _UNION_BOUND[code_b]
+    d = math.sqrt(4.0 * p * (1.0 - p))
+    total = sum(w * d ** (first + i) for i, w in enumerate(weights) if w)
+    return min(1.0, factor * total)
+
+
+def _cck_ber(modulation: str, snr: float) -> float:
+    if snr > 10.0:
+        return 0.0
+    if snr < 0.1:
+        return 0.5
+    if modulation == "cck55":
+        return 0.53681634344056195 * math.exp(
+            -(((snr - 0.0033092430025608586) / 0.41654372361004) ** 1.0288981434358866)
+        )
+    num = 0.0079056742265333456 * snr * snr - 0.1839744939917636 * snr + 1.0740689468707241
+    den = snr**3 + 1.0523316904502553 * snr * snr + 0.30552298746496687 * snr + 2.2032715128698435
+    return num / den  # fmt: skip
+
+
+def bit_error_rate(mode: PhyMode, snr: float) -> float:
+    """Bit error rate of `mode` at linear SNR `snr` (NS-3 NIST / DSSS error rate models)."""
+    if mode.code_b:
+        p = _uncoded_ber(mode.modulation, snr)
+        return 0.0 if p == 0.0 else _coded_ber(p, mode.code_b)
+    if mode.modulation == "dbpsk":
+        return 0.5 * math.exp(-snr * 22.0)
+    if mode.modulation == "dqpsk":
+        x = snr * 22.0 / 2.0
+        return (
+            (math.sqrt(2) + 1)
+            / math.sqrt(8 * math.pi * math.sqrt(2))
+            / math.sqrt(x)
+            * (math.exp(-(2 - math.sqrt(2)) * x))
+        )
+    return _cck_ber(mode.modulation, snr)
+
+
+def _header_mode(mode: PhyMode) -> tuple[PhyMode, int]:
+    """The mode and bit count of the PLCP header (OFDM SIGNAL, DSSS long PLCP header)."""
+    if mode.standard == "11g":
+        return MODES["11g"][0], 24
+    return MODES["11b"][0], 48
+
+
+def frame_success(mode: PhyMode, snr: float, nbytes: int) -> float:
+    """Probability that a frame of `nbytes` (MPDU) at `mode` and linear SNR is received."""
+    if snr <= 0:
+        return 0.0
+    header, header_bits = _header_mode(mode)
+    bits = 8 * nbytes + (22 if mode.standard == "11g" else 0)  # OFDM SERVICE + tail
+    ok_payload = (1.0 - min(1.0, bit_error_rate(mode, snr))) ** bits
+    ok_header = (1.0 - min(1.0, bit_error_rate(header, snr))) ** header_bits
+    return ok_payload * ok_header
+
+
+# --- fading average ---------------------------------------------------------------------
+
+_GRID = tuple(10 ** (-6 + 8 * i / 399) for i in range(400))  # power gain 1e-6 .. 100
+
+
+def _gamma_pdf(x: float, m: float) -> float:
+    return math.exp(m * math.log(m) + (m - 1) * math.log(x) - m * x - math.lgamma(m))
+
+
+@lru_cache(maxsize=4096)
+def frame_error_rate(mode: PhyMode, snr_db: float, m: float, nbytes: int) -> float:
+    """Expected frame error rate at mean SNR `snr_db` under Nakagami-m fading (per frame
+    block fading, as NS-3 draws one gain per packet), by trapezoidal integration over the
+    Gamma(m, 1/m) power gain on a log grid."""
+    mean = 10 ** (snr_db / 10.0)
+    total = 0.0
+    prev_x, prev_f = 0.0, 0.0
+    for x in _GRID:
+        f = _gamma_pdf(x, m) * (1.0 - frame_success(mode, mean * x, nbytes))
+        total += 0.5 * (f + prev_f) * (x - prev_x)
+        prev_x, prev_f = x, f
+    return min(1.0, max(0.0, total))
+
+
+@lru_cache(maxsize=256)
+def snr_threshold_db(mode: PhyMode, m: float, nbytes: int, target: float = TARGET_FER) -> float:
+    """Lowest mean SNR (dB) at which the fading-averaged frame error rate is <= `target`."""
+    lo, hi = -10.0, 80.0
+    for _ in range(24):
+        mid = 0.5 * (lo + hi)
+        if frame_error_rate(mode, mid, m, nbytes) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def mpdu_bytes(ip_bytes: int) -> int:
+    """MPDU size of an IP packet: MAC header, LLC/SNAP and FCS added."""
+    return ip_bytes + MAC_OVERHEAD_BYTES
+
+
+def select_rate(
+    standard: Standard, snr_db: float, m: float, traffic: Traffic = Traffic()
+) -> PhyMode:
+    """Fastest mode whose SNR threshold `snr_db` meets; the slowest mode if none does."""
+    nbytes = mpdu_bytes(traffic.payload_bytes + traffic.header_bytes)
+    usable = [md for md in MODES[standard] if snr_db >= snr_threshold_db(md, m, nbytes)]
+    return usable[-1] if usable else MODES[standard][0]
+
+
+# --- MAC airtime ------------------------------------------------------------------------
+
+
+def control_rate(mode: PhyMode) -> PhyMode:
+    """Rate of the ACK: highest mandatory basic rate not above the data rate."""
+    basic = (1.0, 2.0) if mode.standard == "11b" else (6.0, 12.0, 24.0)
+    rate = max(r for r in basic if r <= mode.rate_mbit) if mode.rate_mbit >= basic[0] else basic[0]
+    return find_mode(mode.standard, rate)
+
+
+_NDBPS = {6.0: 24, 9.0: 36, 12.0: 48, 18.0: 72, 24.0: 96, 36.0: 144, 48.0: 192, 54.0: 216}
+
+
+def frame_airtime_us(mode: PhyMode, nbytes: int) -> float:
+    """On-air duration of a PPDU carrying `nbytes` of MPDU."""
+    if mode.standard == "11g":
+        symbols = math.ceil((16 + 8 * nbytes + 6) / _NDBPS[mode.rate_mbit])
+        return 16.0 + 4.0 + 4.0 * symbols + 6.0  # preamble, SIGNAL, data, ERP extension
+    return 192.0 + 8 * nbytes / mode.rate_mbit  # long PLCP preamble + header at 1 Mbit/s
+
+
+def exchange_airtime_us(
+    mode: PhyMode, nbytes: int, success: float, standard: Standard
+) -> tuple[float, float]:
+    """Expected airtime of one MSDU with DCF backoff and retries, and its delivery
+    probability. `success` is the per-attempt probability that data and ACK both get
+    through; a failed attempt costs the same as a good one (ACK timeout ~ ACK time)."""
+    t = TIMING[standard]
+    difs = t.sifs_us + 2 * t.slot_us
+    attempt = frame_airtime_us(mode, nbytes) + t.sifs_us
+    attempt += frame_airtime_us(control_rate(mode), ACK_BYTES)
+    expected, reach = 0.0, 1.0
+    for k in range(RETRY_LIMIT):
+        cw = min((t.cw_min + 1) * 2**k - 1, t.cw_max)
+        expected += reach * (difs + t.slot_us * cw / 2.0 + attempt)
+        reach *= 1.0 - success
+    return expected, 1.0 - reach
+
+
+def _attempt_success(mode: PhyMode, snr_db: float, m: float, nbytes: int) -> float:
+    ack = control_rate(mode)
+    return (1.0 - frame_error_rate(mode, snr_db, m, nbytes)) * (
+        1.0 - frame_error_rate(ack, snr_db, m, ACK_BYTES)
+    )
+
+
+def link(
+    distance_m: float,
+    standard: Standard = "11g",
+    phy_rate_mbit: float | None = None,
+    radio: Radio = Radio(),
+    traffic: Traffic = Traffic(),
+) -> LinkEstimate:
+    """Model one Wi-Fi link at `distance_m` carrying a bulk TCP download.
+
+    Args:
+        phy_rate_mbit: fixed PHY mode (the papers' NS-3 ConstantRateWifiManager); None
+            selects the fastest mode whose SNR threshold is met (IdealWifiManager).
+    """
+    snr_db = mean_snr_db(distance_m, standard, radio)
+    m = nakagami_m(distance_m, radio)
+    if phy_rate_mbit is None:
+        mode = select_rate(standard, snr_db, m, traffic)
+    else:
+        mode = find_mode(standard, phy_rate_mbit)
+    ip_bytes = traffic.payload_bytes + traffic.header_bytes
+    data_bytes, ack_bytes = mpdu_bytes(ip_bytes), mpdu_bytes(traffic.header_bytes)
+    t_data, delivered = exchange_airtime_us(
+        mode, data_bytes, _attempt_success(mode, snr_db, m, data_bytes), standard
+    )
+    t_ack, _ = exchange_airtime_us(
+        mode, ack_bytes, _attempt_success(mode, snr_db, m, ack_bytes), standard
+    )
+    per_segment_us = t_data + t_ack / traffic.tcp_ack_every
+    packets_per_s = delivered * 1e6 / per_segment_us
+    return LinkEstimate(
+        distance_m=distance_m,
+        standard=standard,
+        phy_rate_mbit=mode.rate_mbit,
+        mean_snr_db=snr_db,
+        frame_error=frame_error_rate(mode, snr_db, m, data_bytes),
+        goodput_mbit=packets_per_s * traffic.payload_bytes * 8 / 1e6,
+        netem_rate_mbit=packets_per_s * ip_bytes * 8 / 1e6,
+        loss_pct=100.0 * (1.0 - delivered),
+    )
+
+
+MIN_NETEM_RATE_MBIT = 0.01  # netem needs a positive rate; below this the link is dead anyway
+
+
+def netem_for_path(path: Path, direction: Literal["down", "up"] = "down") -> tuple[float, float]:
+    """netem (rate Mbit/s, loss %) for one direction of a Wi-Fi path that has `distance_m`.
+
+    The direction's `rate_mbit` names the fixed PHY mode (54 or 6 for 11g, 2 for 11b, as in
+    the papers) and its `loss_pct` is an extra packet drop rate (seed 000 scenario 2's PDR)
+    combined with the channel's residual loss. The up direction carries the TCP ACKs of a
+    download: same rate, loss of an ACK-sized frame.
+    """
+    if path.distance_m is None:
+        raise ValueError(f"path {path.name} has no distance_m: the Wi-Fi model does not apply")
+    standard: Standard = path.wifi_standard or "11g"
+    spec = path.down if direction == "down" else path.up
+    data = link(path.distance_m, standard, spec.rate_mbit)
+    frames = (
+        data
+        if direction == "down"
+        else link(path.distance_m, standard, spec.rate_mbit, traffic=Traffic(payload_bytes=0))
+    )
+    kept = (1.0 - frames.loss_pct / 100.0) * (1.0 - spec.loss_pct / 100.0)
+    return max(data.netem_rate_mbit, MIN_NETEM_RATE_MBIT), 100.0 * (1.0 - kept)
