@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -202,6 +203,26 @@ class Sweep(StrictModel):
     mode: Literal["cartesian", "zip"] = "cartesian"
     axes: dict[str, tuple[AxisValue, ...] | Range] = Field(min_length=1, max_length=16)
 
+    @field_validator("axes", mode="before")
+    @classmethod
+    def _axis_forms(cls, axes: Any) -> Any:
+        if not isinstance(axes, dict):
+            return axes
+        return {key: _axis_form(key, spec) for key, spec in axes.items()}
+
+
+def _axis_form(key: str, spec: Any) -> Any:
+    """A list stays a list; a mapping must be a valid Range; anything else is an error."""
+    if isinstance(spec, list):
+        return spec
+    if not isinstance(spec, dict):
+        msg = f"must be a list of values or a range {{start, stop, step}}, got {_show(spec)}"
+        raise SpecIssue((key,), msg)
+    try:
+        return Range.model_validate(spec)
+    except ValidationError as e:
+        raise SpecIssue((key,), f"range: {describe_validation(e, Range)}") from None
+
 
 class Campaign(StrictModel):
     """A whole campaign file."""
@@ -348,6 +369,8 @@ def _parse_path_axis(rest: str, names: list[str]) -> Axis:
 
 def _parse_variant_axis(rest: str, names: list[str]) -> Axis:
     head, _, tail = rest.partition(".")
+    if tail and head not in names and head not in VARIANT_AXIS_FIELDS:
+        raise ValueError(f"no variant named {head!r}; variants: {', '.join(names)}")
     target = head if head in names and tail else None
     field = tail if target else rest
     fname, _, sysctl = field.partition(".")
@@ -515,7 +538,8 @@ def _decode_bytes(raw: bytes) -> str:
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         bad = raw[e.start]
-        raise _YamlProblem(line, f"not UTF-8 text (byte 0x{bad:02x}); save as UTF-8") from None
+        msg = f"not UTF-8 text (byte 0x{bad:02x}): binary data or another encoding"
+        raise _YamlProblem(line, f"{msg}; save campaigns as UTF-8 YAML") from None
 
 
 def _read_yaml(text: str, filename: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
@@ -544,8 +568,8 @@ def _yaml_error(e: yaml.MarkedYAMLError) -> tuple[int | None, str]:
     problem = e.problem or "invalid YAML"
     if "'\\t'" in problem or "\t" in problem:
         return line, "tab character in indentation; indent with spaces"
-    context = f" {e.context}" if e.context else ""
-    return line, f"YAML syntax error: {problem}{context}"
+    context = f"{e.context}, " if e.context else ""
+    return line, f"YAML syntax error: {context}{problem}"
 
 
 def _line_map(root: yaml.Node) -> dict[tuple[str | int, ...], int]:
@@ -614,7 +638,10 @@ def _model_of(e: ValidationError) -> type[BaseModel]:
 
 def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     """Drop pydantic's union-member tags (`tuple[...]`, `Range`) from a location."""
-    return tuple(p for p in loc if isinstance(p, int) or ("[" not in p and p != "Range"))
+    return tuple(p for p in loc if isinstance(p, int) or ("[" not in p and p not in _TAGS))
+
+
+_TAGS = ("Range", "float", "int", "str")
 
 
 def _describe(err: Any, loc: tuple[str | int, ...], root: type[BaseModel] = Campaign) -> str:
@@ -625,6 +652,10 @@ def _describe(err: Any, loc: tuple[str | int, ...], root: type[BaseModel] = Camp
         on_direction = loc[-1:] in (("down",), ("up",))
         hint = " (give rate_mbit at path level or under down:/up:)" if on_direction else ""
         return f"required key missing{hint}"
+    if kind in ("too_short", "too_long"):
+        bound = "at least" if kind == "too_short" else "at most"
+        limit = err["ctx"]["min_length" if kind == "too_short" else "max_length"]
+        return f"must have {bound} {limit} item{'s' if limit != 1 else ''}, got {got}"
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")
     if kind == "string_pattern_mismatch":
