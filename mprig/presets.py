@@ -1,0 +1,202 @@
+"""Stack presets by the papers' names: reordering recovery (NoPR, D-SACK, F-RTO, Eifel) as
+Linux sysctls, and congestion control (uncoupled, coupled) checked against a kernel.
+
+The papers (seeds 000 and 003) compare reordering-recovery mechanisms in the NS-3 MPTCP
+model, where each is a separate module on top of a plain NewReno sender ("NoPR"). Linux has
+all of them woven into one loss-recovery machine; a preset switches the others off so that
+each mechanism works alone on top of the same classic dupthresh-3 sender:
+
+- NoPR: cumulative ACKs only (no SACK, so no D-SACK), no F-RTO, no timestamps (so no
+  timestamp-based undo), no RACK (`tcp_recovery=0`) and no tail loss probe
+  (`tcp_early_retrans=0`); the dupthresh stays at 3 (`tcp_max_reordering=3`).
+- D-SACK (RFC 2883, response per RFC 3708 and Blanton/Allman): SACK + D-SACK. Linux undoes
+  the cwnd reduction when D-SACKs show every retransmission was spurious, and raises the
+  dupthresh up to `tcp_max_reordering` (300) when it sees reordering.
+- F-RTO (RFC 5682): `tcp_frto=2` on the NoPR base. Linux detects a spurious RTO in the two
+  ACKs after it and undoes the RTO's cwnd reduction.
+- Eifel (RFC 3522 detection, RFC 4015 response): timestamps on the NoPR base. Linux's undo
+  compares the echoed timestamp with the first retransmission's (`tcp_packet_delayed`),
+  which is Eifel detection, applied after fast retransmit and after RTO.
+- linux: the kernel's own defaults (SACK, D-SACK, F-RTO, timestamps, RACK, TLP, adaptive
+  dupthresh): today's stack, used where a paper ran the Linux implementation.
+
+TCP-DOOR and PR-R change the sender's response itself and need the BPF algorithms that a
+later issue adds (`NEEDS_ALGORITHMS`); selecting them now is an error saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from mprig.errors import UsageError
+
+
+@dataclass(frozen=True)
+class RecoveryPreset:
+    """A reordering-recovery preset: the papers' mechanism as exact Linux sysctls."""
+
+    name: str  # the Variant.recovery value
+    paper_name: str  # as the papers write it
+    sysctls: Mapping[str, str]  # full sysctl name -> value, set on client and server
+    differs: str  # how Linux's mechanism differs from the papers' NS-3 model
+
+
+def _knobs(**values: int) -> Mapping[str, str]:
+    return MappingProxyType({f"net.ipv4.{k}": str(v) for k, v in values.items()})
+
+
+# Every preset sets the same keys, so one run's preset never leaks into the next.
+_CLASSIC = {"tcp_recovery": 0, "tcp_early_retrans": 0, "tcp_reordering": 3}
+_NOPR = {"tcp_sack": 0, "tcp_dsack": 0, "tcp_frto": 0, "tcp_timestamps": 0, **_CLASSIC}
+
+RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
+    {
+        "nopr": RecoveryPreset(
+            "nopr",
+            "NoPR",
+            _knobs(**_NOPR, tcp_max_reordering=3),
+            "Linux still enters fast recovery with PRR (RFC 6937) rather than NewReno "
+            "halving, and its cwnd reduction applies per subflow as in NS-3.",
+        ),
+        "dsack": RecoveryPreset(
+            "dsack",
+            "D-SACK",
+            _knobs(**{**_NOPR, "tcp_sack": 1, "tcp_dsack": 1}, tcp_max_reordering=300),
+            "Linux undoes the reduction on D-SACK and raises the dupthresh adaptively; the "
+            "papers' NS-3 D-SACK grows cwnd on both the D-SACK and the later cumulative ACK "
+            "(their 'double increase'), which Linux does not.",
+        ),
+        "frto": RecoveryPreset(
+            "frto",
+            "F-RTO",
+            _knobs(**{**_NOPR, "tcp_frto": 2}, tcp_max_reordering=3),
+            "Linux's F-RTO is RFC 5682's basic algorithm with an undo response; NS-3's "
+            "model ends after detection with the conservative response.",
+        ),
+        "eifel": RecoveryPreset(
+            "eifel",
+            "Eifel",
+            _knobs(**{**_NOPR, "tcp_timestamps": 1}, tcp_max_reordering=3),
+            "Linux has no Eifel switch: its timestamp-based undo is Eifel detection with a "
+            "restore-cwnd response, applied in fast recovery and after RTO; the RTO itself "
+            "is not adapted as RFC 4015 asks.",
+        ),
+        "linux": RecoveryPreset(
+            "linux",
+            "Linux default",
+            _knobs(
+                tcp_sack=1,
+                tcp_dsack=1,
+                tcp_frto=2,
+                tcp_timestamps=1,
+                tcp_recovery=1,
+                tcp_early_retrans=3,
+                tcp_reordering=3,
+                tcp_max_reordering=300,
+            ),
+            "All of Linux's mechanisms at once (RACK-TLP, D-SACK and timestamp undo, F-RTO, "
+            "adaptive dupthresh): no single NS-3 model corresponds.",
+        ),
+    }
+)
+
+NEEDS_ALGORITHMS: Mapping[str, str] = MappingProxyType(
+    {
+        "tcp_door": "TCP-DOOR (seeds 000, 003): the sender disables congestion response "
+        "for a while after detecting out-of-order delivery",
+        "pr_r": "PR-R (seed 000): fast retransmit on the 3rd duplicate ACK without reducing cwnd",
+    }
+)
+
+
+def recovery_sysctls(name: str) -> dict[str, str]:
+    """The exact sysctls (full names) a reordering-recovery preset sets."""
+    if name in RECOVERY_PRESETS:
+        return dict(RECOVERY_PRESETS[name].sysctls)
+    if name in NEEDS_ALGORITHMS:
+        raise UsageError(
+            f"recovery {name!r}: {NEEDS_ALGORITHMS[name]}; it needs the BPF congestion-control "
+            f"algorithms of a later mprig issue and is not available yet; use one of "
+            f"{', '.join(RECOVERY_PRESETS)}"
+        )
+    known = ", ".join([*RECOVERY_PRESETS, *NEEDS_ALGORITHMS])
+    raise UsageError(f"recovery {name!r} is not a preset (known: {known})")
+
+
+@dataclass(frozen=True)
+class CCPreset:
+    """A congestion-control preset by the papers' name."""
+
+    name: str  # the Variant.cc value
+    paper_name: str  # Un-CC, Co-CC, FC-CC, ...
+    algorithm: str | None  # net.ipv4.tcp_congestion_control value; None: none exists
+    note: str
+
+
+_OUT_OF_TREE = (
+    "upstream Linux MPTCP (net/mptcp, 5.6+) has no coupled congestion control; it exists "
+    "only in the out-of-tree multipath-tcp.org kernel (see kernel-configs/)"
+)
+
+CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
+    {
+        "uncoupled": CCPreset(
+            "uncoupled", "Un-CC", "reno", "each subflow runs its own Reno, as the papers' Un-CC"
+        ),
+        "uncoupled_cubic": CCPreset(
+            "uncoupled_cubic", "Un-CC (CUBIC)", "cubic", "each subflow runs the kernel default"
+        ),
+        "lia": CCPreset("lia", "Co-CC (RFC 6356 LIA)", "lia", _OUT_OF_TREE),
+        "olia": CCPreset("olia", "OLIA", "olia", _OUT_OF_TREE),
+        "balia": CCPreset("balia", "BALIA", "balia", _OUT_OF_TREE),
+        "wvegas": CCPreset("wvegas", "wVegas", "wvegas", _OUT_OF_TREE),
+        "fully_coupled": CCPreset(
+            "fully_coupled",
+            "FC-CC",
+            None,
+            "the papers' fully coupled controller exists in NS-3 only; no Linux kernel has it",
+        ),
+    }
+)
+
+
+@dataclass(frozen=True)
+class CCCheck:
+    """Whether a congestion-control choice can run on a host, and why not."""
+
+    name: str  # as asked (a preset or a kernel algorithm name)
+    algorithm: str | None  # the kernel algorithm it maps to
+    available: bool
+    reason: str  # empty when available
+
+
+def cc_algorithm(name: str) -> str:
+    """The tcp_congestion_control value of a preset or a plain algorithm name."""
+    preset = CC_PRESETS.get(name)
+    if preset is None:
+        return name
+    if preset.algorithm is None:
+        raise UsageError(f"cc {name!r} ({preset.paper_name}): {preset.note}")
+    return preset.algorithm
+
+
+def parse_available_cc(text: str) -> tuple[str, ...]:
+    """Parse /proc/sys/net/ipv4/tcp_available_congestion_control."""
+    return tuple(text.split())
+
+
+def check_cc(name: str, available: Iterable[str]) -> CCCheck:
+    """Check a cc preset or algorithm against a host's available algorithms."""
+    preset = CC_PRESETS.get(name)
+    have = tuple(available)
+    if preset is not None and preset.algorithm is None:
+        return CCCheck(name, None, False, f"{preset.paper_name}: {preset.note}")
+    algorithm = preset.algorithm if preset is not None and preset.algorithm else name
+    if algorithm in have:
+        return CCCheck(name, algorithm, True, "")
+    why = f"{algorithm!r} is not in tcp_available_congestion_control ({' '.join(have)})"
+    if preset is not None and preset.note == _OUT_OF_TREE:
+        why += f": {_OUT_OF_TREE}"
+    return CCCheck(name, algorithm, False, why)

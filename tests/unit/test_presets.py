@@ -1,0 +1,120 @@
+"""Stack presets: the exact sysctls per reordering-recovery preset, and cc availability."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mprig import presets
+from mprig.errors import UsageError
+
+
+def test_nopr_switches_every_mechanism_off() -> None:
+    assert presets.recovery_sysctls("nopr") == {
+        "net.ipv4.tcp_sack": "0",
+        "net.ipv4.tcp_dsack": "0",
+        "net.ipv4.tcp_frto": "0",
+        "net.ipv4.tcp_timestamps": "0",
+        "net.ipv4.tcp_recovery": "0",
+        "net.ipv4.tcp_early_retrans": "0",
+        "net.ipv4.tcp_reordering": "3",
+        "net.ipv4.tcp_max_reordering": "3",
+    }
+
+
+def test_each_preset_adds_one_mechanism_to_nopr() -> None:
+    nopr = presets.recovery_sysctls("nopr")
+    added = {
+        name: {k: v for k, v in presets.recovery_sysctls(name).items() if nopr[k] != v}
+        for name in ("dsack", "frto", "eifel")
+    }
+    assert added == {
+        "dsack": {
+            "net.ipv4.tcp_sack": "1",
+            "net.ipv4.tcp_dsack": "1",
+            "net.ipv4.tcp_max_reordering": "300",
+        },
+        "frto": {"net.ipv4.tcp_frto": "2"},
+        "eifel": {"net.ipv4.tcp_timestamps": "1"},
+    }
+
+
+def test_linux_preset_is_the_kernel_default() -> None:
+    assert presets.recovery_sysctls("linux") == {
+        "net.ipv4.tcp_sack": "1",
+        "net.ipv4.tcp_dsack": "1",
+        "net.ipv4.tcp_frto": "2",
+        "net.ipv4.tcp_timestamps": "1",
+        "net.ipv4.tcp_recovery": "1",
+        "net.ipv4.tcp_early_retrans": "3",
+        "net.ipv4.tcp_reordering": "3",
+        "net.ipv4.tcp_max_reordering": "300",
+    }
+
+
+def test_every_preset_sets_the_same_keys_and_they_exist_in_this_kernel() -> None:
+    keys = {frozenset(p.sysctls) for p in presets.RECOVERY_PRESETS.values()}
+    assert len(keys) == 1
+    for key in next(iter(keys)):
+        assert Path("/proc/sys", *key.split(".")).exists(), key
+
+
+def test_every_preset_documents_its_difference_from_ns3() -> None:
+    assert all(len(p.differs) > 40 for p in presets.RECOVERY_PRESETS.values())
+    assert [p.paper_name for p in presets.RECOVERY_PRESETS.values()] == [
+        "NoPR",
+        "D-SACK",
+        "F-RTO",
+        "Eifel",
+        "Linux default",
+    ]
+
+
+@pytest.mark.parametrize("name", ["tcp_door", "pr_r"])
+def test_tcp_door_and_pr_r_need_later_algorithms(name: str) -> None:
+    with pytest.raises(UsageError, match="BPF congestion-control algorithms of a later"):
+        presets.recovery_sysctls(name)
+
+
+def test_unknown_recovery_lists_the_presets() -> None:
+    with pytest.raises(
+        UsageError,
+        match=r"recovery 'sack' is not a preset \(known: nopr, dsack, frto, eifel, linux, "
+        r"tcp_door, pr_r\)",
+    ):
+        presets.recovery_sysctls("sack")
+
+
+MAINLINE = presets.parse_available_cc("reno bbr cubic\n")
+
+
+def test_uncoupled_presets_run_on_mainline() -> None:
+    assert MAINLINE == ("reno", "bbr", "cubic")
+    assert presets.check_cc("uncoupled", MAINLINE) == presets.CCCheck("uncoupled", "reno", True, "")
+    assert presets.check_cc("cubic", MAINLINE) == presets.CCCheck("cubic", "cubic", True, "")
+
+
+def test_coupled_cc_is_unavailable_on_mainline_with_the_reason() -> None:
+    check = presets.check_cc("lia", MAINLINE)
+    assert (check.algorithm, check.available) == ("lia", False)
+    assert check.reason.startswith(
+        "'lia' is not in tcp_available_congestion_control (reno bbr cubic): upstream Linux "
+        "MPTCP (net/mptcp, 5.6+) has no coupled congestion control"
+    )
+
+
+def test_coupled_cc_is_available_on_an_out_of_tree_kernel() -> None:
+    tree = ("reno", "cubic", "lia", "olia", "balia", "wvegas")
+    assert presets.check_cc("olia", tree) == presets.CCCheck("olia", "olia", True, "")
+
+
+def test_fully_coupled_exists_nowhere() -> None:
+    check = presets.check_cc("fully_coupled", ("lia", "olia"))
+    assert (check.algorithm, check.available) == (None, False)
+    with pytest.raises(UsageError, match="FC-CC"):
+        presets.cc_algorithm("fully_coupled")
+
+
+def test_cc_algorithm_maps_presets_and_passes_names_through() -> None:
+    assert [presets.cc_algorithm(n) for n in ("uncoupled", "lia", "bbr")] == ["reno", "lia", "bbr"]
