@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -72,12 +73,19 @@ def validate(args: argparse.Namespace) -> int:
 
 def plan(args: argparse.Namespace) -> int:
     runs = expand(load_campaign(args.file))
+    try:
+        _print_plan(args, runs)
+    except BrokenPipeError:  # `mprig plan X | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _print_plan(args: argparse.Namespace, runs: list[Run]) -> None:
     if args.json:
         json.dump([run_json(r) for r in runs], sys.stdout, indent=1)
         print()
     else:
         print_table(runs)
-    return 0
 
 
 def run_json(run: Run) -> dict[str, Any]:
