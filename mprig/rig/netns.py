@@ -86,10 +86,13 @@ def sysctl(ns: str, key: str, value: str) -> None:
 
 
 def create_namespaces(topo: Topology) -> None:
-    """Every namespace, loopback up."""
+    """Every namespace, loopback up, IPv6 off."""
     for ns in topo.namespaces:
         sh(["ip", "netns", "add", ns])
         ip(ns, "link", "set", "lo", "up")
+        # IPv4 only: no router solicitations or MLD reports in the captures
+        sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+        sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
 
 
 def management(topo: Topology) -> None:

@@ -1,0 +1,121 @@
+"""`mprig rig up|down|status`: build, tear down and inspect a virtual rig."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+EPILOG = """\
+examples:
+  mprig rig up                         the default rig "virtual": client, ap (wlan0), cell (wwan0),
+                                       server, each with its own sshd; provisioned with Ansible
+  mprig rig up --campaign experiments/papers/x.yaml
+                                       one client interface and router per path of the campaign
+  mprig rig status                     hosts, addresses, qdiscs, MPTCP endpoints, sshd state
+  mprig rig status --json
+  mprig rig down                       tear it down; fails listing anything that remains
+  mprig rig up --name lab2             a second rig next to the first (namespaces mprig-lab2-*)
+  ip netns exec mprig-virtual-ctl ssh -F /run/mprig/virtual/ssh_config client
+                                       log into a virtual host the way the runner does
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add `rig` with its subcommands."""
+    raw = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "rig",
+        help="build, inspect or tear down the virtual rig",
+        description="Manage the virtual rig: network namespaces mprig-NAME-HOST on this "
+        "machine, each host with its own sshd on a management bridge, provisioned with "
+        "playbooks/rig.yml over SSH.",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    sub = p.add_subparsers(dest="rig_command", metavar="SUBCOMMAND", required=True)
+    up = sub.add_parser(
+        "up", help="build the rig (reused if already up)", epilog=EPILOG, formatter_class=raw
+    )
+    _name(up)
+    up.add_argument("--campaign", metavar="FILE", help="take the paths from this campaign file")
+    up.add_argument(
+        "--no-provision", action="store_true", help="skip ansible-playbook playbooks/rig.yml"
+    )
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser(
+        "down", help="tear the rig down and verify", epilog=EPILOG, formatter_class=raw
+    )
+    _name(down)
+    down.set_defaults(func=cmd_down)
+    st = sub.add_parser("status", help="show the rig", epilog=EPILOG, formatter_class=raw)
+    _name(st)
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
+    st.set_defaults(func=cmd_status)
+
+
+def _name(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default="virtual", help="rig name (default: virtual)")
+
+
+def default_paths() -> tuple[Any, ...]:
+    """The smoke campaign's two paths (layout only needs names and kinds)."""
+    from mprig.spec import Direction, Path
+
+    d = Direction(rate_mbit=10)
+    return (
+        Path(name="wifi", kind="wifi", down=d, up=d),
+        Path(name="cell", kind="cellular", down=d, up=d),
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from mprig.rig import virtual
+    from mprig.spec import load_campaign
+
+    paths = load_campaign(args.campaign).paths if args.campaign else default_paths()
+    rig = virtual.up(args.name, paths, provision_hosts=not args.no_provision)
+    print(f"rig {rig.name} is up ({rig.mode}); state in {virtual.state_dir(rig.name)}")
+    for link in rig.paths:
+        print(
+            f"  path {link.name:<10} client {link.client_if} {link.client_addr} via {link.router}"
+        )
+    print(f"  server {rig.server_addr}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from mprig.rig import virtual
+
+    virtual.down(args.name)
+    print(f"rig {args.name} is down; nothing of it remains")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from mprig.rig import virtual
+
+    st = virtual.status(args.name)
+    if args.json:
+        print(json.dumps(st, indent=1))
+    else:
+        print(render_status(st))
+    return 0 if st["up"] else 1
+
+
+def render_status(st: dict[str, Any]) -> str:
+    """Human-readable rig status."""
+    state = "up" if st["up"] else ("partly built" if st["hosts"] else "down")
+    lines = [f"rig {st['rig']}: {state} ({st['mode']}), state {st['state_dir']}"]
+    for p in st["paths"]:
+        lines.append(
+            f"  path {p['name']:<10} {p['kind']:<8} client {p['client_if']} {p['client_addr']}"
+            f" via {p['router']}"
+        )
+    for host, info in st["hosts"].items():
+        sshd = f"  mgmt {info['mgmt_addr']}  sshd {info['sshd']}" if "sshd" in info else ""
+        lines.append(f"  host {host:<7} netns {info['namespace']}{sshd}")
+        lines += [f"      link     {x}" for x in info["links"] if not x.startswith("lo ")]
+        lines += [f"      qdisc    {q}" for q in info["qdiscs"] if "noqueue" not in q]
+        lines += [f"      endpoint {e}" for e in info["mptcp_endpoints"]]
+    return "\n".join(lines)
