@@ -438,3 +438,19 @@ def netem_for_path(path: Path, direction: Literal["down", "up"] = "down") -> tup
     )
     kept = (1.0 - frames.loss_pct / 100.0) * (1.0 - spec.loss_pct / 100.0)
     return max(data.netem_rate_mbit, MIN_NETEM_RATE_MBIT), 100.0 * (1.0 - kept)
+
+
+def effective_path(path: Path) -> Path:
+    """`path` with the Wi-Fi model applied: for a path with `distance_m`, both directions'
+    rate and loss replaced by `netem_for_path`; any other path unchanged. The runner's
+    impairment step calls this before building netem commands."""
+    if path.distance_m is None:
+        return path
+    updates = {}
+    for direction in ("down", "up"):
+        rate, loss = netem_for_path(path, direction)
+        spec = getattr(path, direction)
+        updates[direction] = spec.model_copy(
+            update={"rate_mbit": round(rate, 6), "loss_pct": round(min(loss, 100.0), 6)}
+        )
+    return path.model_copy(update=updates)

@@ -161,3 +161,18 @@ def test_netem_for_path_needs_a_distance() -> None:
     path = Path(name="wired1", kind="wired", down=d, up=d)
     with pytest.raises(ValueError, match="path wired1 has no distance_m"):
         wifi.netem_for_path(path)
+
+
+def test_effective_path_replaces_rate_and_loss_of_both_directions() -> None:
+    path = _wifi_path(70.0)
+    eff = wifi.effective_path(path)
+    down, up = wifi.netem_for_path(path), wifi.netem_for_path(path, "up")
+    assert (eff.down.rate_mbit, eff.down.loss_pct) == (round(down[0], 6), round(down[1], 6))
+    assert (eff.up.rate_mbit, eff.up.loss_pct) == (round(up[0], 6), round(up[1], 6))
+    assert (eff.down.delay_ms, eff.down.limit_pkts, eff.distance_m) == (10.0, 1000, 70.0)
+
+
+def test_effective_path_leaves_paths_without_distance_alone() -> None:
+    d = Direction(rate_mbit=10.0)
+    path = Path(name="wired1", kind="wired", down=d, up=d)
+    assert wifi.effective_path(path) is path

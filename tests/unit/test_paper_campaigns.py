@@ -1,0 +1,99 @@
+"""The paper campaigns (experiments/papers): they load, pair up as quick/full profiles, use
+presets that exist, and every Wi-Fi path with a distance maps to a netem rate and loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mprig import presets, wifi
+from mprig.plan import expand, run_count
+from mprig.spec import Campaign, load_campaign
+
+PAPERS = Path(__file__).resolve().parents[2] / "experiments" / "papers"
+FILES = sorted(PAPERS.glob("*.yaml"))
+STEMS = sorted({f.name.rsplit("-", 1)[0] for f in FILES})
+
+
+def _load(name: str) -> Campaign:
+    return load_campaign(PAPERS / name)
+
+
+def test_every_campaign_of_the_issue_exists_in_both_profiles() -> None:
+    assert STEMS == [
+        "000-scenario1",
+        "000-scenario2",
+        "000-table1",
+        "002-case-a",
+        "002-case-b",
+        "003-scenario1",
+        "003-scenario2",
+        "003-scenario3",
+        "003-scenario4",
+        "004-fig4",
+        "004-fig6a",
+    ]
+    assert [f.name for f in FILES] == [f"{s}-{p}.yaml" for s in STEMS for p in ("full", "quick")]
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_quick_and_full_share_the_setup(stem: str) -> None:
+    quick, full = _load(f"{stem}-quick.yaml"), _load(f"{stem}-full.yaml")
+    assert (quick.name, full.name) == (f"{stem}-quick", f"{stem}-full")
+    assert quick.paths == full.paths
+    assert quick.variants == full.variants[: len(quick.variants)]
+    assert quick.references == full.references and quick.references
+    assert quick.traffic.duration_s <= 20 and quick.repetitions <= 2
+    assert run_count(quick) <= 15 and run_count(quick) < run_count(full)
+
+
+def test_full_profiles_keep_the_papers_run_lengths() -> None:
+    durations = {s: _load(f"{s}-full.yaml").traffic.duration_s for s in STEMS}
+    assert {s: d for s, d in durations.items() if s.startswith(("000", "003"))} == dict.fromkeys(
+        [s for s in STEMS if s.startswith(("000", "003"))], 50.0
+    )
+    assert (durations["002-case-a"], durations["002-case-b"]) == (100.0, 100.0)
+    assert [_load(f"{s}-full.yaml").repetitions for s in STEMS if s.startswith("000")] == [30] * 3
+
+
+@pytest.mark.parametrize("name", [f.name for f in FILES])
+def test_recovery_presets_exist_and_wifi_paths_map_to_netem(name: str) -> None:
+    campaign = _load(name)
+    for variant in campaign.variants:
+        if variant.recovery is not None:
+            assert variant.recovery in presets.RECOVERY_PRESETS
+        assert presets.check_cc(variant.cc, ("reno", "cubic")).available
+    if not any(p.distance_m for p in campaign.paths):
+        return
+    seen = set()
+    for run in expand(campaign):
+        for path in run.paths:
+            key = (path.name, path.distance_m, path.down.loss_pct)
+            if path.distance_m is None or key in seen:
+                continue
+            seen.add(key)
+            eff = wifi.effective_path(path)
+            assert eff.down.rate_mbit > 0 and 0 <= eff.down.loss_pct <= 100
+
+
+def test_table1_delay_differences_are_0_100_500_ms() -> None:
+    campaign = _load("000-table1-quick.yaml")
+    assert campaign.sweep is not None
+    base = next(p for p in campaign.paths if p.name == "p1").down.delay_ms
+    values = campaign.sweep.axes["paths.p2.delay_ms"]
+    assert isinstance(values, tuple)
+    assert [float(v) - base for v in values] == [0.0, 100.0, 500.0]
+
+
+def test_fig4_buffers_in_time_become_packet_limits() -> None:
+    campaign = _load("004-fig4-full.yaml")
+    wifi_path, cell = campaign.paths
+    # 8 Mbit/s x 80 ms and 2 Mbit/s x 2 s in 1514-byte frames
+    assert (wifi_path.down.limit_pkts, cell.down.limit_pkts) == (
+        round(8e6 * 0.080 / (1514 * 8)),
+        round(2e6 * 2.0 / (1514 * 8)),
+    )
+    assert (wifi_path.down.delay_ms * 2, cell.down.delay_ms * 2) == (20.0, 150.0)
+    rmem = [r.variant.rmem for r in expand(campaign) if r.variant.name == "mptcp"]
+    assert (min(rmem or [0]), max(rmem or [0]), len(set(rmem))) == (51200, 1024000, 20)
