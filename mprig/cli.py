@@ -17,7 +17,12 @@ from mprig import __version__
 from mprig.errors import MprigError
 
 # Modules that register subcommands, in the order `mprig --help` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("mprig.cmd_spec", "mprig.cmd_rig", "mprig.doctor")
+COMMAND_MODULES: tuple[str, ...] = (
+    "mprig.cmd_spec",
+    "mprig.cmd_rig",
+    "mprig.doctor",
+    "collectors.cmd_analyze",
+)
 
 EPILOG = """\
 examples:

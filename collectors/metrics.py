@@ -1,0 +1,97 @@
+"""Capture metrics as pure functions over the replay's event arrays (numpy in, numbers
+out). Definitions and units are documented in docs/metrics.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+U64 = npt.NDArray[np.uint64]
+
+
+def rate_bps(nbytes: int, duration_s: float) -> float | None:
+    """Bits per second over a duration; None when the duration is zero."""
+    return nbytes * 8 / duration_s if duration_s > 0 else None
+
+
+def ratio(numerator: int, denominator: int) -> float:
+    """A fraction that is 0.0 when there is nothing to divide."""
+    return numerator / denominator if denominator else 0.0
+
+
+def time_weighted_mean(t: F64, level: npt.NDArray[np.generic], t_end: float) -> float:
+    """Mean of a step function that takes `level[i]` from `t[i]` until the next step."""
+    if len(t) == 0 or t_end <= t[0]:
+        return 0.0
+    widths = np.diff(np.append(t, t_end))
+    return float(np.dot(widths, level.astype(np.float64)) / (t_end - t[0]))
+
+
+def bin_index(t: F64, t0: float, bin_s: float, nbins: int) -> npt.NDArray[np.int64]:
+    """The bin of each time, clipped into [0, nbins)."""
+    idx = np.floor((t - t0) / bin_s).astype(np.int64)
+    return np.clip(idx, 0, nbins - 1)
+
+
+def nbins_for(t0: float, t_end: float, bin_s: float) -> int:
+    """Bins of width bin_s needed to cover [t0, t_end] (at least one)."""
+    return max(1, int(np.floor((t_end - t0) / bin_s)) + 1)
+
+
+def binned_rate_bps(
+    t: F64, nbytes: npt.NDArray[np.generic], t0: float, bin_s: float, nbins: int
+) -> F64:
+    """Bits per second in each bin of width bin_s starting at t0."""
+    sums = np.bincount(
+        bin_index(t, t0, bin_s, nbins), weights=nbytes.astype(np.float64), minlength=nbins
+    )
+    return np.asarray(sums * 8 / bin_s, dtype=np.float64)
+
+
+def binned_level_max(
+    t: F64, level: npt.NDArray[np.generic], t0: float, bin_s: float, nbins: int
+) -> F64:
+    """Largest value a step function takes within each bin (carried into empty bins)."""
+    out = np.zeros(nbins, dtype=np.float64)
+    if len(t) == 0:
+        return out
+    values = level.astype(np.float64)
+    np.maximum.at(out, bin_index(t, t0, bin_s, nbins), values)
+    starts = t0 + np.arange(nbins) * bin_s
+    before = np.searchsorted(t, starts, side="left") - 1
+    carried = np.where(before >= 0, values[np.maximum(before, 0)], 0.0)
+    return np.maximum(out, carried)
+
+
+def k_block_buffer(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> U64:
+    """Receive buffer (bytes) needed to complete each block of k contiguous packets.
+
+    The application reads only whole blocks: in-order data waits in the buffer until k
+    packets are contiguous, then every complete packet is read. The buffer needed for a block
+    is the largest sum of unread in-order bytes and out-of-order bytes from the arrival after
+    the previous read up to the arrival that completes the block (seed 001, section IV).
+    """
+    out: list[int] = []
+    start, read_pkts, read_bytes, n = 0, 0, 0, len(dlv_pkts)
+    while start < n:
+        done = int(np.searchsorted(dlv_pkts, read_pkts + k, side="left"))
+        if done >= n:
+            break
+        held = dlv_bytes[start : done + 1] - np.uint64(read_bytes) + ooo_bytes[start : done + 1]
+        out.append(int(held.max()))
+        read_pkts, read_bytes, start = int(dlv_pkts[done]), int(dlv_bytes[done]), done + 1
+    return np.asarray(out, dtype=np.uint64)
+
+
+def link_utilisation(
+    throughput_bps: Mapping[str, float | None], rates_bps: Mapping[str, float]
+) -> dict[str, float | None]:
+    """Throughput over configured rate, per key present in both mappings (a fraction)."""
+    return {
+        key: (tp / rates_bps[key] if tp is not None and rates_bps[key] > 0 else None)
+        for key, tp in throughput_bps.items()
+        if key in rates_bps
+    }
