@@ -104,9 +104,9 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
 
 NEEDS_ALGORITHMS: Mapping[str, str] = MappingProxyType(
     {
-        "tcp_door": "TCP-DOOR (seeds 000, 003): the sender disables congestion response "
+        "tcpdoor": "TCP-DOOR (seeds 000, 003): the sender disables congestion response "
         "for a while after detecting out-of-order delivery",
-        "pr_r": "PR-R (seed 000): fast retransmit on the 3rd duplicate ACK without reducing cwnd",
+        "prr": "PR-R (seed 000): fast retransmit on the 3rd duplicate ACK without reducing cwnd",
     }
 )
 

@@ -71,8 +71,8 @@ def test_every_preset_documents_its_difference_from_ns3() -> None:
     ]
 
 
-@pytest.mark.parametrize("name", ["tcp_door", "pr_r"])
-def test_tcp_door_and_pr_r_need_later_algorithms(name: str) -> None:
+@pytest.mark.parametrize("name", ["tcpdoor", "prr"])
+def test_tcpdoor_and_prr_need_later_algorithms(name: str) -> None:
     with pytest.raises(UsageError, match="BPF congestion-control algorithms of a later"):
         presets.recovery_sysctls(name)
 
@@ -81,7 +81,7 @@ def test_unknown_recovery_lists_the_presets() -> None:
     with pytest.raises(
         UsageError,
         match=r"recovery 'sack' is not a preset \(known: nopr, dsack, frto, eifel, linux, "
-        r"tcp_door, pr_r\)",
+        r"tcpdoor, prr\)",
     ):
         presets.recovery_sysctls("sack")
 
