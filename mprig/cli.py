@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_rig",
     "mprig.doctor",
     "collectors.cmd_analyze",
+    "collectors.cmd_collect",
 )
 
 EPILOG = """\

@@ -171,7 +171,10 @@ def snapshot(r: Rig, bundle: Path, when: str) -> None:
 
 
 def start_capture(r: Rig, host: str, bundle: Path, snaplen: int) -> subprocess.Popen[bytes]:
-    argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-U", "-w", str(bundle / f"{host}.pcap")]
+    # --immediate-mode: without it packets still in the capture ring (up to the 1 s block
+    # timeout of TPACKET_V3) are lost when tcpdump is stopped right after the traffic.
+    argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "--immediate-mode", "-U"]
+    argv += ["-w", str(bundle / f"{host}.pcap")]
     proc = subprocess.Popen(
         ["ip", "netns", "exec", r.ns(host), *argv, "tcp"],
         stdout=subprocess.DEVNULL,
@@ -202,9 +205,11 @@ def traffic(r: Rig, bundle: Path, duration: float) -> None:
     srv.wait(timeout=duration + 15)
 
 
-def run_traffic(r: Rig, bundle: Path, duration: float, snaplen: int) -> dict[str, int]:
+def run_traffic(
+    r: Rig, bundle: Path, duration: float, snaplen: int, hosts: Sequence[str]
+) -> dict[str, int]:
     snapshot(r, bundle, "before")
-    caps = {h: start_capture(r, h, bundle, snaplen) for h in ("client", "server")}
+    caps = {h: start_capture(r, h, bundle, snaplen) for h in hosts}
     sampler = SsSampler(r, "server", bundle / "ss-server.txt")
     sampler.start()
     try:
@@ -212,6 +217,7 @@ def run_traffic(r: Rig, bundle: Path, duration: float, snaplen: int) -> dict[str
     finally:
         sampler.stop_event.set()
         sampler.join()
+        time.sleep(0.2)  # the last ACKs and FINs
         drops = {h: stop_capture(p) for h, p in caps.items()}
     snapshot(r, bundle, "after")
     return drops
@@ -245,10 +251,13 @@ def run_json(r: Rig, bundle: Path, meta: dict[str, object]) -> dict[str, object]
     }
     links = [
         {
-            "path": p.name,
+            "name": p.name,
+            "kind": p.kind,
             "client_if": p.client_if,
             "client_addr": f"10.55.{p.subnet}.1",
             "router": p.router,
+            "router_client_if": "c0",
+            "router_server_if": "s0",
         }
         for p in r.paths
     ]
@@ -274,7 +283,7 @@ def run_json(r: Rig, bundle: Path, meta: dict[str, object]) -> dict[str, object]
         },
         "capture": {
             "snaplen": meta["snaplen"],
-            "hosts": ["client", "server"],
+            "hosts": meta["hosts"],
             "kernel_drops": meta["drops"],
         },
         "flags": [],
@@ -294,14 +303,21 @@ def run_json(r: Rig, bundle: Path, meta: dict[str, object]) -> dict[str, object]
 
 
 def make_bundle(
-    bundle: Path, *, prefix: str, duration: float = 1.0, snaplen: int = 200, campaign: str = "h5"
+    bundle: Path,
+    *,
+    prefix: str,
+    duration: float = 1.0,
+    snaplen: int = 200,
+    campaign: str = "h5",
+    paths: Sequence[PathDef] = PATHS,
+    hosts: Sequence[str] = ("client", "server"),
 ) -> Path:
     """Run one real MPTCP download and write its bundle into `bundle` (created)."""
     bundle.mkdir(parents=True)
-    with rig(prefix) as r:
+    with rig(prefix, paths) as r:
         cc = r.run("server", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]).strip()
         started = time.time()
-        drops = run_traffic(r, bundle, duration, snaplen)
+        drops = run_traffic(r, bundle, duration, snaplen, hosts)
         meta: dict[str, object] = {
             "cc": cc,
             "duration": duration,
@@ -310,11 +326,19 @@ def make_bundle(
             "started": started,
             "ended": time.time(),
             "campaign": campaign,
+            "hosts": list(hosts),
         }
         doc = run_json(r, bundle, meta)
     (bundle / "run.json").write_text(json.dumps(doc, indent=2) + "\n")
     return bundle
 
 
+# The committed fixture: slower paths and the receiver's capture only, to stay small.
+FIXTURE_PATHS = (
+    PathDef("wifi", "wifi", "ap", "eth1", 1, 2.0),
+    PathDef("cell", "cellular", "cell", "eth2", 2, 1.0),
+)
+
 if __name__ == "__main__":
-    make_bundle(Path(sys.argv[1]), prefix=f"h5g{os.getpid() % 1000}")
+    prefix = f"h5g{os.getpid() % 1000}"
+    make_bundle(Path(sys.argv[1]), prefix=prefix, paths=FIXTURE_PATHS, hosts=("client",))

@@ -1,0 +1,127 @@
+"""The capture part of a run's metrics: the receiver's pcap through the capture analyser
+(collectors.analyze), reduced to the run's data connection and labelled by path."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from collectors.runinfo import RunInfo
+from collectors.runparts import Part
+from mprig.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collectors.analyze import ConnectionAnalysis
+
+# Wide columns of ConnectionAnalysis.timeseries() -> long-table metric names.
+_SERIES = {
+    "goodput_bps": "goodput_bps",
+    "throughput_bps": "throughput_bps",
+    "ooo_bytes_max": "ooo_bytes_max",
+    "ooo_packets_max": "ooo_packets_max",
+}
+
+
+def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
+    """Capture metrics of the run's data connection, from the receiver's capture."""
+    from collectors.analyze import analyze_pcap
+
+    part = Part()
+    name = f"{info.receiver}.pcap"
+    if not (info.bundle / name).is_file():
+        if _captured(info):
+            part.problems.append(f"{name}: missing")
+        return part
+    try:
+        analysis = analyze_pcap(info.bundle / name, k_block=k_block, bin_s=bin_s)
+    except UsageError as e:
+        part.problems.append(str(e).replace(str(info.bundle / name), name))
+        return part
+    part.metrics["warnings"] = [w.replace(str(info.bundle / name), name) for w in analysis.warnings]
+    part.metrics["partial"] = analysis.partial
+    conn = data_connection(analysis.connections, info)
+    if conn is None:
+        part.problems.append(f"{name}: no MPTCP connection carrying data to the {info.receiver}")
+        return part
+    _fill(part, conn, info)
+    return part
+
+
+def _captured(info: RunInfo) -> bool:
+    capture = info.record.get("capture")
+    hosts = capture.get("hosts") if isinstance(capture, dict) else None
+    return hosts is None or info.receiver in hosts
+
+
+def data_connection(conns: list[ConnectionAnalysis], info: RunInfo) -> ConnectionAnalysis | None:
+    """The connection direction that carried the run's data to the receiver: the one with
+    the most payload among those whose receiver end is the client (download) or the
+    server (upload); iperf3's control connection and the reverse directions lose."""
+    clients = set(info.client_addrs())
+    towards = [c for c in conns if _towards_receiver(c, clients, info.receiver)]
+    pool = towards or conns
+    return max(pool, key=lambda c: sum(s.bytes for s in c.subflows), default=None)
+
+
+def _towards_receiver(conn: ConnectionAnalysis, clients: set[str], receiver: str) -> bool:
+    if not conn.subflows or not clients:
+        return False
+    first = conn.subflows[0]
+    return (first.dst in clients) == (receiver == "client")
+
+
+def _fill(part: Part, conn: ConnectionAnalysis, info: RunInfo) -> None:
+    summary = conn.summary()
+    paths = subflow_paths(conn, info.client_addrs())
+    subflows = [{**s, "path": paths.get(s["index"])} for s in summary.pop("subflows")]
+    part.metrics |= summary
+    part.metrics["connection"] = summary
+    part.metrics["subflows"] = subflows
+    part.metrics["path_throughput_bps"] = path_throughput(subflows)
+    part.series.append(long_series(conn, paths))
+
+
+def subflow_paths(conn: ConnectionAnalysis, client_addrs: dict[str, str]) -> dict[int, str]:
+    """Subflow index -> path name (the path whose client address is one end)."""
+    out = {}
+    for s in conn.subflows:
+        path = client_addrs.get(s.src) or client_addrs.get(s.dst)
+        if path is not None:
+            out[s.index] = path
+    return out
+
+
+def path_throughput(subflows: list[dict[str, Any]]) -> dict[str, float]:
+    """Path -> summed throughput of its subflows, bits/s."""
+    out: dict[str, float] = {}
+    for s in subflows:
+        if s.get("path") is not None and s.get("throughput_bps") is not None:
+            out[s["path"]] = out.get(s["path"], 0.0) + float(s["throughput_bps"])
+    return out
+
+
+def long_series(conn: ConnectionAnalysis, paths: dict[int, str]) -> pd.DataFrame:
+    """ConnectionAnalysis.timeseries() (wide, one row per bin) as long rows."""
+    import pandas as pd
+
+    wide = conn.timeseries()
+    time = wide["t_s"].astype("float64") + conn.span_ns[0] / 1e9
+    names = {s.index: s.name for s in conn.subflows}
+    pieces = []
+    for column in wide.columns.drop("t_s"):
+        metric, _, index = column.partition(".")
+        sf = int(index) if index else None
+        pieces.append(
+            pd.DataFrame(
+                {
+                    "time": time,
+                    "source": "capture",
+                    "metric": _SERIES.get(metric, metric),
+                    "path": paths.get(sf) if sf is not None else None,
+                    "subflow": names.get(sf) if sf is not None else None,
+                    "value": wide[column].astype("float64"),
+                }
+            )
+        )
+    return pd.concat(pieces, ignore_index=True)

@@ -1,0 +1,82 @@
+"""`mprig collect`: metrics.json and timeseries.parquet into every run bundle, and
+runs.parquet per campaign."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mprig.errors import UsageError
+
+EPILOG = """\
+examples:
+  mprig collect results/smoke           every run of the campaign; writes
+                                        results/smoke/runs.parquet (one row per run)
+  mprig collect results                 every campaign under results/
+  mprig collect results/smoke --k 50 --bin 0.05
+                                        K = 50 packets per receive-buffer block,
+                                        50 ms goodput/throughput bins
+  mprig collect results/smoke --force   analyse again even where metrics.json is current
+
+Run it again at will: bundles whose metrics.json matches their artifacts and options are
+not analysed again. Failed and interrupted runs get a row with their status and null
+metrics. An unreadable artifact is reported as RUN/FILE: message; the other runs and the
+other metrics of that run are kept, and the exit status is 1.
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the `collect` command."""
+    p = subparsers.add_parser(
+        "collect",
+        help="compute metrics for every run of a campaign",
+        description="Compute per-run metrics (captures, ss, nstat, iperf3) and runs.parquet.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", metavar="RESULTS", type=Path, help="results/<campaign> or results/")
+    k_help = "packets per block for the receive-buffer metric (default 100)"
+    p.add_argument("--k", type=int, default=100, metavar="K", help=k_help)
+    bin_help = "width of the goodput and throughput bins (default 0.1)"
+    p.add_argument("--bin", type=float, default=0.1, metavar="SECONDS", dest="bin_s", help=bin_help)
+    p.add_argument("--force", action="store_true", help="re-analyse every run")
+    p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
+    p.set_defaults(func=collect)
+
+
+def collect(args: argparse.Namespace) -> int:
+    """Collect every campaign under RESULTS; 1 if any artifact could not be read."""
+    from collectors.collect import Options, campaign_dirs, collect_campaign
+
+    if args.k < 1 or args.bin_s <= 0:
+        raise UsageError(f"--k must be >= 1 and --bin > 0, got {args.k} and {args.bin_s}")
+    options = Options(k_block=args.k, bin_s=args.bin_s)
+    problems = 0
+    for root in campaign_dirs(args.results):
+        started = time.monotonic()
+        progress = None if args.quiet else _progress(root.name)
+        outcome = collect_campaign(root, options, force=args.force, progress=progress)
+        for problem in outcome.problems:
+            print(f"mprig: {root.name}/{problem}", file=sys.stderr)
+        problems += len(outcome.problems)
+        seconds = time.monotonic() - started
+        print(f"{outcome.parquet}: {len(outcome.runs)} runs, {seconds:.1f} s")
+    if problems:
+        print(f"mprig: {problems} artifact problem(s); their metrics are null", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _progress(campaign: str) -> Any:
+    last = [time.monotonic()]
+
+    def show(i: int, n: int, outcome: Any) -> None:
+        now = time.monotonic()
+        how = "current" if outcome.reused else f"{now - last[0]:.1f} s"
+        status = outcome.row.get("status")
+        print(f"[{i}/{n}] {campaign}/{outcome.run_id}: {status} ({how})", file=sys.stderr)
+        last[0] = now
+
+    return show

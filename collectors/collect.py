@@ -1,0 +1,319 @@
+"""`mprig collect`: turn every run bundle of a campaign into metrics.
+
+Per complete run: the receiver's capture (connection-level reordering, goodput, per-subflow
+throughput), the sender's ss samples, both hosts' nstat deltas and iperf3's own figures are
+assembled into one metrics row, written as `metrics.json` and `timeseries.parquet` in the
+bundle; the campaign's rows go to `runs.parquet` (columns: docs/bundle.md). Runs that did
+not complete get a row with their status and null metrics. An unreadable artifact is
+reported by file name and nulls only the metrics it feeds.
+
+Collecting is idempotent: a bundle whose metrics.json was made from the same artifacts
+with the same options is not analysed again (`force` re-analyses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collectors import capture_part, runparts
+from collectors.runinfo import RunInfo
+from mprig import bundle as bundles
+from mprig.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMAT = 1  # metrics.json format written here
+COLLECTOR_VERSION = 1  # bump when a metric's definition changes: bundles are re-analysed
+METRICS_JSON = "metrics.json"
+TIMESERIES = "timeseries.parquet"
+RUNS_PARQUET = "runs.parquet"
+
+ID_COLUMNS = ("campaign", "run_id", "variant", "protocol", "status")
+INT_ID_COLUMNS = ("index", "repetition", "seed")
+FLOAT_METRICS = ("throughput_bps", "goodput_bps", "iperf3_bps", "ooo_ratio", "ooo_mean_bytes")
+INT_METRICS: tuple[str, ...] = ("ooo_max_bytes", "ooo_max_packets", "retransmitted_packets")
+INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes")
+PATH_METRICS = ("link_util", "throughput_bps", "srtt_ms", "cwnd_mean")  # column `<m>.<path>`
+SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
+SERIES_COLUMNS |= {"path": "string", "subflow": "string", "value": "float64"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """How metrics are computed (recorded in metrics.json; a change re-analyses)."""
+
+    k_block: int = 100  # K: packets per block for the receive-buffer metric
+    bin_s: float = 0.1  # bin width of goodput and throughput series, seconds
+
+
+@dataclass
+class RunOutcome:
+    """One run's row and what happened while collecting it."""
+
+    run_id: str
+    row: dict[str, Any]  # the runs.parquet row
+    problems: list[str] = field(default_factory=list)  # "<run>/<file>: message"
+    reused: bool = False  # metrics.json was current: nothing re-analysed
+
+
+@dataclass
+class CampaignOutcome:
+    """A collected campaign."""
+
+    root: Path
+    runs: list[RunOutcome]
+    parquet: Path
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for r in self.runs for p in r.problems]
+
+
+Progress = Callable[[int, int, RunOutcome], None]
+
+
+def campaign_dirs(results: Path) -> list[Path]:
+    """RESULTS is one campaign's directory, or a directory of campaign directories."""
+    if not results.is_dir():
+        raise UsageError(f"{results}: not a directory; give results/<campaign> or results/")
+    if _is_campaign(results):
+        return [results]
+    found = sorted(p for p in results.iterdir() if p.is_dir() and _is_campaign(p))
+    if not found:
+        raise UsageError(f"{results}: no run bundles (no */run.json); run `mprig run` first")
+    return found
+
+
+def _is_campaign(path: Path) -> bool:
+    return (path / bundles.CAMPAIGN_JSON).is_file() or any(bundle_dirs(path))
+
+
+def bundle_dirs(root: Path) -> Iterable[Path]:
+    """Run bundles of a campaign directory (staging and replaced ones are skipped)."""
+    for p in sorted(root.iterdir()):
+        if p.is_dir() and not p.name.startswith(".") and (p / bundles.RUN_JSON).exists():
+            yield p
+
+
+def collect_campaign(
+    root: Path, options: Options, *, force: bool = False, progress: Progress | None = None
+) -> CampaignOutcome:
+    """Collect every bundle of one campaign and write its runs.parquet."""
+    dirs = list(bundle_dirs(root))
+    outcomes = []
+    for i, directory in enumerate(dirs, start=1):
+        outcome = collect_run(directory, options, force=force)
+        outcomes.append(outcome)
+        if progress is not None:
+            progress(i, len(dirs), outcome)
+    parquet = root / RUNS_PARQUET
+    write_parquet(runs_frame([o.row for o in outcomes]), parquet)
+    return CampaignOutcome(root, outcomes, parquet)
+
+
+def collect_run(directory: Path, options: Options, *, force: bool = False) -> RunOutcome:
+    """One bundle -> its runs.parquet row (metrics.json and timeseries.parquet written for
+    a complete run)."""
+    try:
+        info = RunInfo(directory, bundles.read_record(directory))
+    except ValueError as e:
+        row = {"run_id": directory.name, "campaign": directory.parent.name, "status": "corrupt"}
+        return RunOutcome(directory.name, row, [str(e)])
+    if info.status != "complete":
+        return RunOutcome(info.run_id, id_row(info))
+    inputs = _inputs(info, options)
+    if not force and (cached := _cached(directory, inputs)) is not None:
+        return RunOutcome(info.run_id, cached["row"], list(cached.get("problems", [])), True)
+    return _analyse(info, options, inputs)
+
+
+def _inputs(info: RunInfo, options: Options) -> dict[str, Any]:
+    """What a metrics.json was made from: options and every artifact's size and mtime (a
+    file changed after the run is analysed again, without re-hashing big captures)."""
+    files = {}
+    for p in sorted(info.bundle.iterdir()):
+        if p.is_file() and not p.name.startswith(".") and p.name not in (METRICS_JSON, TIMESERIES):
+            st = p.stat()
+            files[p.name] = [st.st_size, st.st_mtime_ns]
+    return {"collector": COLLECTOR_VERSION, "k_block": options.k_block,
+            "bin_s": options.bin_s, "files": files}  # fmt: skip
+
+
+def _cached(directory: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        doc = json.loads((directory / METRICS_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+    if not (directory / TIMESERIES).is_file() or not isinstance(doc, dict):
+        return None
+    return doc if doc.get("format") == FORMAT and doc.get("inputs") == inputs else None
+
+
+def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutcome:
+    verdict = bundles.verify(info.bundle)
+    problems = [] if verdict.ok else [verdict.reason]
+    parts = {
+        "capture": capture_part.capture_part(info, options.k_block, options.bin_s),
+        "iperf3": runparts.iperf3_part(info),
+        "ss": runparts.ss_part(info),
+        "nstat": runparts.nstat_part(info),
+    }
+    problems += [p for part in parts.values() for p in part.problems]
+    doc = metrics_doc(info, parts, inputs)
+    doc["problems"] = [f"{info.run_id}/{p}" for p in problems]
+    doc = _clean(doc)
+    series = timeseries_frame(info, [s for part in parts.values() for s in part.series])
+    write_parquet(series, info.bundle / TIMESERIES)
+    bundles.write_json(info.bundle / METRICS_JSON, doc)
+    return RunOutcome(info.run_id, doc["row"], doc["problems"])
+
+
+def id_row(info: RunInfo) -> dict[str, Any]:
+    """The identifying columns and sweep parameters of a run (metrics left out: null)."""
+    rec = info.record
+    row: dict[str, Any] = {
+        "campaign": rec.get("campaign") or info.bundle.parent.name,
+        "run_id": info.run_id,
+        "variant": info.variant.get("name"),
+        "protocol": info.variant.get("protocol"),
+        "status": info.status,
+    }
+    for key in INT_ID_COLUMNS:
+        row[key] = rec.get(key) if isinstance(rec.get(key), int) else None
+    point = rec.get("point")
+    point = point if isinstance(point, dict) else {}
+    row |= {f"param.{axis}": value for axis, value in point.items()}
+    return row
+
+
+def metrics_doc(
+    info: RunInfo, parts: dict[str, runparts.Part], inputs: dict[str, Any]
+) -> dict[str, Any]:
+    """metrics.json: the runs.parquet row plus the detail behind it."""
+    cap, ss_p = parts["capture"].metrics, parts["ss"].metrics
+    nstat = parts["nstat"].metrics.get("nstat", {})
+    row = id_row(info)
+    row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS if m != "iperf3_bps"}
+    row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
+    row |= path_columns(info, cap.get("path_throughput_bps"), ss_p.get("paths", {}))
+    return {
+        "format": FORMAT,
+        "run_id": info.run_id,
+        "inputs": inputs,
+        "row": row,
+        "connection": cap.get("connection"),
+        "subflows": cap.get("subflows"),
+        "capture_warnings": cap.get("warnings", []),
+        "capture_partial": cap.get("partial"),
+        "ss_paths": ss_p.get("paths", {}),
+        "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
+        "nstat": nstat,
+        **kernel_ofo(cap.get("ooo_packets"), nstat.get(info.receiver, {})),
+    }
+
+
+def path_columns(
+    info: RunInfo,
+    throughput: dict[str, float] | None,
+    ss_paths: dict[str, dict[str, float | None]],
+) -> dict[str, float | None]:
+    """`link_util.<path>`, `throughput_bps.<path>`, `srtt_ms.<path>`, `cwnd_mean.<path>` for
+    every configured path (null where there is no data)."""
+    rates = info.path_rates_bps()
+    names = list(rates) + sorted(set(throughput or {}) - set(rates))
+    out: dict[str, float | None] = {}
+    for path in names:
+        tput = (throughput or {}).get(path) if throughput is not None else None
+        rate = rates.get(path)
+        out[f"link_util.{path}"] = tput / rate if tput is not None and rate else None
+        out[f"throughput_bps.{path}"] = tput
+        out[f"srtt_ms.{path}"] = ss_paths.get(path, {}).get("srtt_ms")
+        out[f"cwnd_mean.{path}"] = ss_paths.get(path, {}).get("cwnd_mean")
+    return out
+
+
+def kernel_ofo(ooo_packets: int | None, receiver: dict[str, int]) -> dict[str, Any]:
+    """Our out-of-order count against the receiver kernel's MPTcpExtOFOQueue delta."""
+    kernel = receiver.get("MPTcpExtOFOQueue")
+    ratio = ooo_packets / kernel if ooo_packets is not None and kernel else None
+    return {
+        "kernel_ofo_ratio": ratio,
+        "kernel_ofo": {"ooo_packets": ooo_packets, "MPTcpExtOFOQueue": kernel},
+    }
+
+
+def timeseries_frame(info: RunInfo, pieces: list[pd.DataFrame]) -> pd.DataFrame:
+    """The run's long time-series table (SERIES_COLUMNS); `t` is seconds since the run's
+    recorded start (or its first sample)."""
+    import pandas as pd
+
+    frame = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame()
+    for column in SERIES_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = None
+    start = info.start_time()
+    if start is None and len(frame):
+        start = float(frame["time"].min())
+    frame["t"] = frame["time"].astype("float64") - (start or 0.0)
+    frame = frame[list(SERIES_COLUMNS)].astype(SERIES_COLUMNS)
+    return frame.sort_values(["source", "metric", "time"], kind="stable", ignore_index=True)
+
+
+def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """runs.parquet: one row per run, the columns of docs/bundle.md in their order."""
+    import pandas as pd
+
+    columns = list(ID_COLUMNS + INT_ID_COLUMNS)
+    columns += sorted({c for r in rows for c in r if c.startswith("param.")})
+    columns += list(FLOAT_METRICS + INT_METRICS)
+    for metric in PATH_METRICS:
+        columns += sorted({c for r in rows for c in r if c.startswith(f"{metric}.")})
+    frame = pd.DataFrame({c: [r.get(c) for r in rows] for c in columns})
+    return frame.astype(_dtypes(frame))
+
+
+def _dtypes(frame: pd.DataFrame) -> dict[str, str]:
+    out = {}
+    for c in frame.columns:
+        if c in ID_COLUMNS:
+            out[c] = "string"
+        elif c in INT_ID_COLUMNS or c in INT_METRICS:
+            out[c] = "Int64"
+        elif c.startswith("param."):
+            out[c] = _param_dtype(frame[c])
+        else:
+            out[c] = "float64"
+    return out
+
+
+def _param_dtype(values: pd.Series) -> str:
+    present = [v for v in values if v is not None]
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in present)
+    return "float64" if numeric else "string"
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """Write a parquet file atomically (temporary file, then rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN becomes null, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value

@@ -1,0 +1,39 @@
+"""Whether higher is better, per runs.parquet metric: what reports and regressions read.
+
+Keys are base names: a per-path column `link_util.wifi` takes the direction of
+`link_util`. "neutral" metrics describe the run (cwnd depends on the path, not on how well
+the stack did) and never count as a regression.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Direction = Literal["higher", "lower", "neutral"]
+
+METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
+    "throughput_bps": "higher",
+    "goodput_bps": "higher",
+    "iperf3_bps": "higher",
+    "link_util": "higher",
+    "ooo_ratio": "lower",
+    "ooo_max_bytes": "lower",
+    "ooo_max_packets": "lower",
+    "ooo_mean_bytes": "lower",
+    "retransmitted_packets": "lower",
+    "duplicate_packets": "lower",
+    "reinjected_bytes": "lower",
+    "unmapped_bytes": "lower",
+    "rcvbuf_k_max_bytes": "lower",
+    "srtt_ms": "lower",
+    "cwnd_mean": "neutral",
+}
+
+
+def direction(column: str) -> Direction | None:
+    """Direction of a runs.parquet column (`srtt_ms.cell` -> `srtt_ms`); None if not a
+    metric column."""
+    if column in METRIC_DIRECTIONS:
+        return METRIC_DIRECTIONS[column]
+    base = column.split(".", 1)[0]
+    return METRIC_DIRECTIONS.get(base) if "." in column else None

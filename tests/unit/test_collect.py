@@ -1,0 +1,257 @@
+"""`mprig collect` on a real run bundle (tests/captures/test_collect/mptcp_download: a 1 s
+MPTCP iperf3 download over two tbf-limited paths, 2 and 1 Mbit/s, made on this machine by
+tests/integration/realbundle.py), next to failed, corrupt and damaged copies of it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from collectors.analyze import analyze_pcap
+from collectors.collect import (
+    SERIES_COLUMNS,
+    CampaignOutcome,
+    Options,
+    campaign_dirs,
+    collect_campaign,
+)
+from collectors.directions import direction
+from mprig.cli import main
+from mprig.errors import UsageError
+
+FIXTURE = Path(__file__).parents[1] / "captures" / "test_collect" / "mptcp_download"
+RATES = {"wifi": 2e6, "cell": 1e6}
+CLIENT = {"10.55.1.1": "wifi", "10.55.2.1": "cell"}
+CAPTURE_METRICS = ("throughput_bps", "goodput_bps", "ooo_ratio", "ooo_mean_bytes")
+CAPTURE_METRICS += ("ooo_max_bytes", "ooo_max_packets", "retransmitted_packets")
+CAPTURE_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes")
+CAPTURE_METRICS += ("rcvbuf_k_max_bytes",)
+ALL_METRICS = (*CAPTURE_METRICS, "iperf3_bps")
+PATH_COLUMNS = [f"{m}.{p}" for m in ("link_util", "throughput_bps", "srtt_ms", "cwnd_mean")
+                for p in ("cell", "wifi")]  # fmt: skip
+
+
+def make_campaign(root: Path) -> Path:
+    """results/fx with: ok (the fixture, with a sweep point), failed, corrupt (run.json is
+    not JSON) and damaged (ss-server.txt overwritten after the run)."""
+    camp = root / "fx"
+    for name in ("ok", "damaged", "failed", "corrupt"):
+        shutil.copytree(FIXTURE, camp / name)
+        record = json.loads((camp / name / "run.json").read_text())
+        record |= {"run_id": name, "campaign": "fx", "point": {"paths.wifi.down.rate_mbit": 2.0}}
+        if name == "failed":
+            record |= {"status": "failed", "reason": "iperf3 exited with status 1"}
+        (camp / name / "run.json").write_text(json.dumps(record))
+    (camp / "corrupt" / "run.json").write_text("{not json")
+    (camp / "damaged" / "ss-server.txt").write_text("garbage\n")
+    (camp / ".x.partial").mkdir()  # a staging directory: never collected
+    return camp
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> CampaignOutcome:
+    return collect_campaign(make_campaign(tmp_path_factory.mktemp("results")), Options())
+
+
+def row(outcome: CampaignOutcome, run_id: str) -> dict[str, object]:
+    return next(r.row for r in outcome.runs if r.run_id == run_id)
+
+
+def ss_means() -> dict[str, tuple[float, float]]:
+    """Per path (mean srtt, mean cwnd) of the data subflows, read with a regex: the data
+    connection is the one whose subflows acked the most bytes."""
+    text = (FIXTURE / "ss-server.txt").read_text()
+    pairs = re.findall(r"^tcp .*\[::ffff:(10\.55\.\d\.1)\]:(\d+)\n\t(.*)", text, re.M)
+    acked: dict[str, int] = {}
+    for _, port, info in pairs:
+        acked[port] = max(acked.get(port, 0), int(re.search(r"bytes_acked:(\d+)", info)[1]))
+    ports = {p for p in acked if acked[p] > 10_000}
+    out = {}
+    for path in ("wifi", "cell"):
+        infos = [i for a, p, i in pairs if p in ports and CLIENT[a] == path]
+        rtts = [float(re.search(r" rtt:([\d.]+)/", i)[1]) for i in infos]
+        cwnds = [int(re.search(r" cwnd:(\d+)", i)[1]) for i in infos]
+        out[path] = (sum(rtts) / len(rtts), sum(cwnds) / len(cwnds))
+    return out
+
+
+def expected_capture() -> tuple[dict[str, object], dict[str, float]]:
+    """The analyser's figures for the connection whose subflow ports ss saw carry data."""
+    text = (FIXTURE / "ss-server.txt").read_text()
+    acked = re.findall(r"^tcp .*\]:(\d+)\n\t.*bytes_acked:(\d+)", text, re.M)
+    ports = {p for p, b in acked if int(b) > 10_000}
+    conns = analyze_pcap(FIXTURE / "client.pcap").connections
+    conn = next(c for c in conns if {str(s.dport) for s in c.subflows} == ports and
+                c.subflows[0].src == "10.55.9.1")  # fmt: skip
+    summary = conn.summary()
+    per_path = {CLIENT[s["dst"]]: s["throughput_bps"] for s in summary["subflows"]}
+    return {m: summary[m] for m in CAPTURE_METRICS}, per_path
+
+
+def test_complete_run_row(collected: CampaignOutcome) -> None:
+    capture, per_path = expected_capture()
+    srtt_cwnd = ss_means()
+    iperf3 = json.loads((FIXTURE / "iperf3-client.json").read_text())
+    expected: dict[str, object] = {
+        "campaign": "fx", "run_id": "ok", "variant": "mptcp", "protocol": "mptcp",
+        "status": "complete", "index": 0, "repetition": 1, "seed": 1,
+        "param.paths.wifi.down.rate_mbit": 2.0,
+        **capture,
+        "iperf3_bps": iperf3["end"]["sum_received"]["bits_per_second"],
+    }  # fmt: skip
+    for path in ("wifi", "cell"):
+        expected[f"link_util.{path}"] = per_path[path] / RATES[path]
+        expected[f"throughput_bps.{path}"] = per_path[path]
+        expected[f"srtt_ms.{path}"] = pytest.approx(srtt_cwnd[path][0])
+        expected[f"cwnd_mean.{path}"] = pytest.approx(srtt_cwnd[path][1])
+    assert row(collected, "ok") == expected
+    # the paths carried data near their configured rates
+    assert [round(float(expected[f"link_util.{p}"]), 1) for p in ("wifi", "cell")] == [0.9, 0.8]
+
+
+def test_metrics_json_has_kernel_cross_check_and_nstat(collected: CampaignOutcome) -> None:
+    doc = json.loads((collected.root / "ok" / "metrics.json").read_text())
+    after = (FIXTURE / "nstat-client-after.txt").read_text()
+    before = (FIXTURE / "nstat-client-before.txt").read_text()
+
+    def counter(text: str) -> int:
+        return int(re.search(r"^MPTcpExtOFOQueue\s+(\d+)", text, re.M)[1])
+
+    kernel = counter(after) - counter(before)
+    ooo = doc["connection"]["ooo_packets"]
+    assert (doc["kernel_ofo"], doc["kernel_ofo_ratio"]) == (
+        {"ooo_packets": ooo, "MPTcpExtOFOQueue": kernel}, ooo / kernel
+    )  # fmt: skip
+    assert doc["nstat"]["client"]["MPTcpExtOFOQueue"] == kernel
+    assert (doc["format"], doc["problems"], sorted(doc["nstat"])) == (1, [], ["client", "server"])
+    assert [s["path"] for s in doc["subflows"]] == ["wifi", "cell"]
+
+
+def test_failed_run_has_its_status_and_null_metrics(collected: CampaignOutcome) -> None:
+    got = row(collected, "failed")
+    assert got == {
+        "campaign": "fx", "run_id": "failed", "variant": "mptcp", "protocol": "mptcp",
+        "status": "failed", "index": 0, "repetition": 1, "seed": 1,
+        "param.paths.wifi.down.rate_mbit": 2.0,
+    }  # fmt: skip
+    assert not (collected.root / "failed" / "metrics.json").exists()
+
+
+def test_corrupt_and_damaged_runs_are_reported_by_file(collected: CampaignOutcome) -> None:
+    assert collected.problems[0].startswith(f"{collected.root / 'corrupt' / 'run.json'}: ")
+    assert collected.problems[1:] == [
+        "damaged/artifact ss-server.txt: sha256 differs from run.json",
+        "damaged/ss-server.txt:1: socket line before the first '# <unix time>' header",
+    ]
+    assert row(collected, "corrupt") == {"run_id": "corrupt", "campaign": "fx", "status": "corrupt"}
+    damaged, ok = row(collected, "damaged"), row(collected, "ok")
+    # only the ss metrics are lost
+    assert {k: v for k, v in damaged.items() if v != ok.get(k)} == {
+        "run_id": "damaged", "srtt_ms.wifi": None, "srtt_ms.cell": None,
+        "cwnd_mean.wifi": None, "cwnd_mean.cell": None,
+    }  # fmt: skip
+
+
+def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
+    runs = pd.read_parquet(collected.parquet)
+    assert list(runs.columns) == [
+        "campaign", "run_id", "variant", "protocol", "status", "index", "repetition", "seed",
+        "param.paths.wifi.down.rate_mbit",
+        "throughput_bps", "goodput_bps", "iperf3_bps", "ooo_ratio", "ooo_mean_bytes",
+        "ooo_max_bytes", "ooo_max_packets", "retransmitted_packets", "duplicate_packets",
+        "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes",
+        *PATH_COLUMNS,
+    ]  # fmt: skip
+    assert list(runs["run_id"]) == ["corrupt", "damaged", "failed", "ok"]
+    assert list(runs["status"]) == ["corrupt", "complete", "failed", "complete"]
+    kinds = {str(t) for c, t in runs.dtypes.items() if c in ("ooo_max_bytes", "index")}
+    assert (kinds, str(runs.dtypes["ooo_ratio"])) == ({"Int64"}, "float64")
+    assert runs.loc[runs["run_id"] == "failed", list(ALL_METRICS)].isna().all(axis=None)
+    assert all(direction(c) is not None for c in [*ALL_METRICS, *PATH_COLUMNS])
+
+
+def test_timeseries_parquet(collected: CampaignOutcome) -> None:
+    ts = pd.read_parquet(collected.root / "ok" / "timeseries.parquet")
+    assert {c: str(t) for c, t in ts.dtypes.items()} == {
+        c: t.replace("string", "string") for c, t in SERIES_COLUMNS.items()
+    }
+    kinds = sorted(set(zip(ts["source"], ts["metric"], ts["path"].fillna("-"), strict=True)))
+    assert kinds == [
+        ("capture", "goodput_bps", "-"),
+        ("capture", "ooo_bytes_max", "-"),
+        ("capture", "ooo_packets_max", "-"),
+        ("capture", "throughput_bps", "-"),
+        ("capture", "throughput_bps", "cell"),
+        ("capture", "throughput_bps", "wifi"),
+        ("iperf3", "iperf3_bps", "-"),
+        *[("ss", m, p) for m in ("bytes_acked", "cwnd", "delivery_rate_bps",
+                                 "pacing_rate_bps", "retrans", "rttvar_ms", "srtt_ms",
+                                 "ssthresh") for p in ("cell", "wifi")],
+    ]  # fmt: skip
+    # t counts from the run's recorded start; every series lies inside the run
+    started = json.loads((FIXTURE / "run.json").read_text())["timings"]["started"]
+    assert (ts["t"] == ts["time"] - started).all() and ts["t"].between(0, 3).all()
+
+
+def test_second_collect_reuses_and_writes_the_same(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    first = collect_campaign(camp, Options())
+    table, metrics = pd.read_parquet(first.parquet), (camp / "ok" / "metrics.json").read_bytes()
+    second = collect_campaign(camp, Options())
+    assert [r.reused for r in second.runs] == [False, True, False, True]
+    assert second.problems == first.problems
+    pd.testing.assert_frame_equal(pd.read_parquet(second.parquet), table)
+    assert (camp / "ok" / "metrics.json").read_bytes() == metrics
+    third = collect_campaign(camp, Options(k_block=50))  # other options: analysed again
+    doc = json.loads((camp / "ok" / "metrics.json").read_text())
+    assert ([r.reused for r in third.runs], doc["inputs"]["k_block"]) == (
+        [False, False, False, False], 50
+    )  # fmt: skip
+
+
+def test_cli_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    camp = make_campaign(tmp_path)
+    shutil.rmtree(camp / "corrupt")
+    shutil.rmtree(camp / "damaged")
+    assert main(["collect", str(tmp_path), "--k", "100", "--bin", "0.2"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"{camp / 'runs.parquet'}: 2 runs, " + out.split(", ")[-1][:-1]]
+    assert [line.split(" (")[0] for line in err.splitlines()] == [
+        "[1/2] fx/failed: failed", "[2/2] fx/ok: complete"
+    ]  # fmt: skip
+    (camp / "ok" / "iperf3-client.json").write_text("")
+    assert main(["collect", str(camp), "--quiet", "--bin", "0.2"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "mprig: fx/ok/artifact iperf3-client.json: sha256 differs from run.json",
+        "mprig: fx/ok/iperf3-client.json: empty iperf3 output (iperf3 did not run or was killed)",
+        "mprig: 2 artifact problem(s); their metrics are null",
+    ]
+
+
+def test_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["collect", str(tmp_path), "--k", "0"]) == 2
+    assert main(["collect", str(tmp_path)]) == 2
+    assert main(["collect", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "mprig: error: --k must be >= 1 and --bin > 0, got 0 and 0.1",
+        f"mprig: error: {tmp_path}: no run bundles (no */run.json); run `mprig run` first",
+        f"mprig: error: {tmp_path / 'nope'}: not a directory; give results/<campaign> or results/",
+    ]
+    with pytest.raises(SystemExit):
+        main(["collect", "--help"])
+    assert "mprig collect results/smoke --k 50 --bin 0.05" in capsys.readouterr().out
+
+
+def test_campaign_dirs(tmp_path: Path) -> None:
+    for name in ("b", "a"):
+        shutil.copytree(FIXTURE, tmp_path / name / "r1")
+    (tmp_path / "notes").mkdir()
+    assert campaign_dirs(tmp_path) == [tmp_path / "a", tmp_path / "b"]
+    assert campaign_dirs(tmp_path / "a") == [tmp_path / "a"]
+    with pytest.raises(UsageError):
+        campaign_dirs(tmp_path / "notes")
