@@ -31,7 +31,7 @@ from pydantic.fields import FieldInfo
 from mprig.errors import SpecError
 
 MAX_RUNS = 100_000  # plan size cap: a campaign expanding to more runs is an error
-MAX_FILE_BYTES = 256 * 1024  # a campaign file is small; larger input is refused unread
+MAX_FILE_BYTES = 64 * 1024  # a campaign file is small; larger input is refused unread
 MAX_DEPTH = 32  # YAML nesting depth limit (campaigns need about 5)
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
@@ -273,7 +273,7 @@ def _check_variant_refs(variants: tuple[Variant, ...], path_names: list[str]) ->
 
 
 def _check_sweep(campaign: Campaign, sweep: Sweep) -> None:
-    lengths: list[int] = []
+    checked: dict[str, tuple[AxisValue, ...]] = {}
     for key, spec in sweep.axes.items():
         loc: tuple[str | int, ...] = ("sweep", "axes", key)
         try:
@@ -283,10 +283,14 @@ def _check_sweep(campaign: Campaign, sweep: Sweep) -> None:
             raise SpecIssue(loc, str(e)) from None
         if sweep.mode == "cartesian" and len(set(values)) != len(values):
             raise SpecIssue(loc, "lists a value twice")
-        for value in values:
-            _check_axis_value(campaign, key, value, loc)
-        lengths.append(len(values))
-    _check_sweep_size(campaign, sweep, lengths)
+        checked[key] = values
+    _check_sweep_size(campaign, sweep, [len(v) for v in checked.values()])
+    for key, values in checked.items():
+        # A range's values share its type and lie between its ends: its first two values
+        # and its last stand for all of them.
+        sample = values if not isinstance(sweep.axes[key], Range) else values[:2] + values[-1:]
+        for value in sample:
+            _check_axis_value(campaign, key, value, ("sweep", "axes", key))
 
 
 def _check_axis_value(
@@ -420,24 +424,26 @@ def apply_point(campaign: Campaign, point: Mapping[str, AxisValue]) -> Campaign:
     """
     if not point:
         return campaign
-    paths = [p.model_dump() for p in campaign.paths]
-    variants = [v.model_dump() for v in campaign.variants]
-    traffic = campaign.traffic.model_dump()
-    for key, value in point.items():
-        axis = parse_axis(key, campaign)
+    axes = [(parse_axis(key, campaign), value) for key, value in point.items()]
+    sections = {axis.section for axis, _ in axes}
+    paths = [p.model_dump() for p in campaign.paths] if "paths" in sections else []
+    variants = [v.model_dump() for v in campaign.variants] if "variants" in sections else []
+    traffic = campaign.traffic.model_dump() if "traffic" in sections else {}
+    for axis, value in axes:
         if axis.section == "paths":
             _set_path(paths, axis, value)
         elif axis.section == "variants":
             _set_variant(variants, axis, value)
         else:
             traffic[axis.field] = value
-    return campaign.model_copy(
-        update={
-            "paths": tuple(Path.model_validate(p) for p in paths),
-            "variants": tuple(Variant.model_validate(v) for v in variants),
-            "traffic": Traffic.model_validate(traffic),
-        }
-    )
+    update: dict[str, Any] = {}
+    if paths:
+        update["paths"] = tuple(Path.model_validate(p) for p in paths)
+    if variants:
+        update["variants"] = tuple(Variant.model_validate(v) for v in variants)
+    if traffic:
+        update["traffic"] = Traffic.model_validate(traffic)
+    return campaign.model_copy(update=update)
 
 
 def _set_path(paths: list[dict[str, Any]], axis: Axis, value: AxisValue) -> None:
@@ -470,28 +476,23 @@ class _YamlProblem(Exception):
         self.line, self.message = line, message
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases (no alias bombs) and deep nesting."""
+# libyaml when present: composing a 100 KiB file takes 0.2 s instead of 2 s.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
 
-    def _line(self) -> int:
-        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
-        return event.start_mark.line + 1 if event.start_mark else 1
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            line = self._line()
+def _scan_events(text: str) -> None:
+    """Refuse aliases (no alias bombs) and deep nesting before anything is composed."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1 if event.start_mark else None
+        if isinstance(event, yaml.AliasEvent):
             raise _YamlProblem(line, "YAML aliases (*name) are not allowed; write the value out")
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise _YamlProblem(self._line(), f"nesting deeper than {MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _YamlProblem(line, f"nesting deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            depth -= 1
 
 
 def load_campaign(path: str | FsPath) -> Campaign:
@@ -543,31 +544,39 @@ def _decode_bytes(raw: bytes) -> str:
 
 
 def _read_yaml(text: str, filename: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
-    loader = _Loader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise _YamlProblem(None, "empty file; a campaign needs at least name, paths, variants")
-        if not isinstance(node, yaml.MappingNode):
-            kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
-            line = node.start_mark.line + 1
-            raise _YamlProblem(line, f"the top level must be a mapping (key: value), got {kind}")
-        lines = _line_map(node)
-        return loader.construct_document(node), lines
+        _scan_events(text)
+        loader = _LOADER(text)
+        try:
+            node = _top_node(loader)
+            return loader.construct_document(node), _line_map(node)
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as e:
-        raise _YamlProblem(*_yaml_error(e)) from None
+        raise _YamlProblem(*_yaml_error(e, text)) from None
     except yaml.YAMLError as e:
         raise _YamlProblem(None, f"YAML error: {e}") from None
-    finally:
-        loader.dispose()
 
 
-def _yaml_error(e: yaml.MarkedYAMLError) -> tuple[int | None, str]:
+def _top_node(loader: Any) -> yaml.MappingNode:
+    node = loader.get_single_node()
+    if node is None:
+        raise _YamlProblem(None, "empty file; a campaign needs at least name, paths, variants")
+    if not isinstance(node, yaml.MappingNode):
+        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+        line = node.start_mark.line + 1
+        raise _YamlProblem(line, f"the top level must be a mapping (key: value), got {kind}")
+    return node
+
+
+def _yaml_error(e: yaml.MarkedYAMLError, text: str) -> tuple[int | None, str]:
     mark = e.problem_mark or e.context_mark
     line = mark.line + 1 if mark else None
-    problem = e.problem or "invalid YAML"
-    if "'\\t'" in problem or "\t" in problem:
+    source = text.splitlines()[line - 1] if line and line <= len(text.splitlines()) else ""
+    indent = source[: len(source) - len(source.lstrip(" \t"))]
+    if "\t" in indent:
         return line, "tab character in indentation; indent with spaces"
+    problem = e.problem or "invalid YAML"
     context = f"{e.context}, " if e.context else ""
     return line, f"YAML syntax error: {context}{problem}"
 

@@ -58,8 +58,8 @@ EXPECTED = {
     " distance_m, wifi_standard, rate_mbit, delay_ms, jitter_ms, loss_pct, limit_pkts",
     "variant_unknown_path.yaml": ":15: variants.tcp_wifi.path: no path named 'wlan';"
     " paths: wifi, cell",
-    "yaml_syntax_error.yaml": ":3: YAML syntax error: while parsing a flow node, expected the"
-    " node content, but found '-'",
+    "yaml_syntax_error.yaml": ":3: YAML syntax error: while parsing a flow node, did not find"
+    " expected node content",
     "zero_rate.yaml": ":5: paths.wifi.down.rate_mbit: must be greater than 0, got 0"
     " (allowed: > 0 and <= 100000)",
     "zip_unequal_axes.yaml": ":17: sweep.mode: zip needs axes of equal length, got"

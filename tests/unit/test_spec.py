@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path as FsPath
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from mprig.errors import SpecError
@@ -256,3 +258,36 @@ def test_unreadable_file(tmp_path: FsPath) -> None:
         str(exc.value)
         == f"{tmp_path}/missing.yaml: cannot read the file: No such file or directory"
     )
+
+
+def test_oversized_file_is_refused_unread(tmp_path: FsPath) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text(BASE + "#" * 70_000 + "\n")
+    with pytest.raises(SpecError) as exc:
+        load_campaign(big)
+    assert str(exc.value) == f"{big}: file larger than 65536 bytes; not a campaign"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, len(BASE) - 1),
+            st.integers(0, 4),
+            st.text(alphabet=" :-[]{}&*!|>'\"#\n\t0123456789.abcxyz,?%@`\\\x00\xe9", max_size=3),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_mutated_campaigns_give_a_spec_error_or_a_campaign(
+    edits: list[tuple[int, int, str]],
+) -> None:
+    text = BASE
+    for pos, cut, insert in edits:
+        text = text[:pos] + insert + text[pos + cut :]
+    try:
+        parse_campaign(text.encode("utf-8", "surrogatepass"), "t.yaml")
+    except SpecError as e:
+        assert "\n" not in str(e)
+        assert str(e).startswith("t.yaml")
