@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mprig.doctor",
     "collectors.cmd_analyze",
     "collectors.cmd_collect",
+    "reports.reproduce",
 )
 
 EPILOG = """\

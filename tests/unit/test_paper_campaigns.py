@@ -97,3 +97,107 @@ def test_fig4_buffers_in_time_become_packet_limits() -> None:
     rmem = [r.variant.rmem for r in expand(campaign) if r.variant.name == "mptcp"]
     assert (min(rmem or [0]), max(rmem or [0]), len(set(rmem))) == (50000, 1000000, 21)
     assert 370000 in rmem  # the paper's 370 KB point
+
+
+# --- reports/reproduce.py: the per-paper reproduction report ------------------------------
+
+
+def _short(axis: str) -> str:
+    from reports.results import short_axis
+
+    return short_axis(f"param.{axis}")
+
+
+@pytest.mark.parametrize("seed", ["000", "002", "003", "004"])
+def test_reproduce_plans_name_real_campaigns_axes_and_variants(seed: str) -> None:
+    from reports import reproduce
+
+    plan = reproduce.PAPERS[seed]
+    assert set(plan.campaigns) <= set(STEMS)
+    for comp in plan.comparisons:
+        campaign = _load(f"{comp.campaign}-quick.yaml")
+        assert campaign.sweep is not None
+        assert comp.axis in [_short(a) for a in campaign.sweep.axes]
+        assert comp.baseline in [v.name for v in campaign.variants]
+
+
+def _results(rows: list[dict[str, object]]) -> object:
+    import pandas as pd
+
+    from reports.results import Results
+
+    runs = pd.DataFrame(rows)
+    return Results(root=Path("results/x"), name="x", spec={}, planned=(), runs=runs)
+
+
+def test_comparison_rows_give_gain_over_the_baseline_per_axis_value() -> None:
+    from reports import reproduce
+
+    axis = "param.paths.p2.down.delay_ms"
+    rows = [
+        {
+            "run_id": "a",
+            "variant": "mptcp",
+            "status": "complete",
+            axis: 0.0,
+            "throughput_bps": 19e6,
+        },
+        {
+            "run_id": "b",
+            "variant": "tcp_best",
+            "status": "complete",
+            axis: 0.0,
+            "throughput_bps": 10e6,
+        },
+        {
+            "run_id": "c",
+            "variant": "mptcp",
+            "status": "complete",
+            axis: 500.0,
+            "throughput_bps": 12e6,
+        },
+        {
+            "run_id": "d",
+            "variant": "tcp_best",
+            "status": "complete",
+            axis: 500.0,
+            "throughput_bps": 10e6,
+        },
+        {"run_id": "e", "variant": "mptcp", "status": "failed", axis: 500.0, "throughput_bps": 1e6},
+    ]
+    comp = reproduce.PAPERS["000"].comparisons[0]
+    assert reproduce.comparison_rows(_results(rows), comp) == [  # type: ignore[arg-type]
+        {
+            "p2.down.delay_ms": "0",
+            "mptcp Mbit/s": "19",
+            "mptcp gain %": "90",
+            "tcp_best Mbit/s": "10",
+        },
+        {
+            "p2.down.delay_ms": "500",
+            "mptcp Mbit/s": "12",
+            "mptcp gain %": "20",
+            "tcp_best Mbit/s": "10",
+        },
+    ]
+
+
+def test_render_without_results_says_how_to_run_and_lists_differences() -> None:
+    from reports import reproduce
+
+    plan = reproduce.PAPERS["003"]
+    outcomes = [reproduce.CampaignOutcome(s, "quick", None, [], "not run") for s in plan.campaigns]
+    text = reproduce.render(plan, outcomes, ("reno", "bbr", "cubic"))
+    assert "No results: not run. Run `mprig reproduce 003 --profile quick --run`." in text
+    assert "- Co-CC (RFC 6356 LIA) (`lia`): unavailable: 'lia' is not in" in text
+    assert "- FC-CC (`fully_coupled`): unavailable: FC-CC: the papers' fully coupled" in text
+    assert "- **NoPR** (`nopr`): tcp_sack=0, tcp_dsack=0, tcp_frto=0, tcp_timestamps=0" in text
+    assert "| 11g 54 | 90 |" in text and "## Setup differences" in text
+
+
+def test_reproduce_refuses_seed_001_with_the_reason() -> None:
+    from mprig.errors import UsageError
+    from reports import reproduce
+
+    with pytest.raises(UsageError, match="seed 001: CWA-MPTCP and its proactive scheduler"):
+        reproduce.reproduce("001", "quick", Path("results"), Path("/nonexistent"), run=False)

@@ -1,0 +1,447 @@
+"""`mprig reproduce`: one paper at a time, run its campaigns (experiments/papers/) and write a
+reproduction report: our numbers beside the paper's with the verdicts of
+reports/references, the derived comparisons the papers make (MPTCP's gain over TCP per
+sweep point), and the setup differences between the paper and this rig.
+
+The builders are pure (results in, Markdown lines out); `main` is the I/O edge. Running and
+collecting go through the `mprig run` and `mprig collect` commands, so this module depends
+on their command lines only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mprig.errors import UsageError
+
+if TYPE_CHECKING:
+    from reports.references import Check
+    from reports.results import Results
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS_DIR = ROOT / "experiments" / "papers"
+PROFILES = ("quick", "full")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A table the paper draws: throughput per variant along one sweep axis, and the gain of
+    every other variant over `baseline`."""
+
+    campaign: str  # campaign stem (experiments/papers/<stem>-<profile>.yaml)
+    axis: str  # short axis name as reports.results.short_axis gives it, e.g. p2.down.delay_ms
+    baseline: str  # variant the gains are relative to
+    title: str
+
+
+@dataclass(frozen=True)
+class PaperPlan:
+    """What reproducing one paper means on this rig."""
+
+    seed: str
+    title: str
+    campaigns: tuple[str, ...]
+    comparisons: tuple[Comparison, ...]
+    differences: tuple[str, ...]  # setup differences, one paragraph each
+    wifi: bool = False  # the paper's paths are Wi-Fi links driven by mprig/wifi.py
+
+
+_NS3_WIFI = (
+    "Radios: the paper simulated 802.11 in NS-3; the virtual rig emulates each Wi-Fi link "
+    "with netem at the rate and loss mprig/wifi.py computes for the distance (table below): "
+    "MAC retries, contention and per-frame fading become a fixed rate and i.i.d. residual "
+    "loss, so retry jitter and loss bursts are absent. On a lab rig the same model drives an "
+    "RF attenuator (attenuation = PL(d) - PL(physical distance)) over real radios instead.",
+    "Stack: the paper's NS-3 MPTCP model against the running Linux kernel's upstream MPTCP. "
+    "Reordering solutions are mprig/presets.py presets; each switches Linux's other "
+    "mechanisms off, and the notes below say how each still differs from the NS-3 model.",
+    "TCP-DOOR and PR-R change the sender's response and need the BPF algorithms of a later "
+    "issue: their references are not comparable until then.",
+)
+
+PAPERS: dict[str, PaperPlan] = {
+    "000": PaperPlan(
+        "000",
+        "PR-R: packet reordering response for MPTCP (Alheid et al.)",
+        ("000-table1", "000-scenario1", "000-scenario2"),
+        (
+            Comparison(
+                "000-table1",
+                "p2.down.delay_ms",
+                "tcp_best",
+                "Table I: gain of MPTCP over TCP on the best path, by delay difference",
+            ),
+            Comparison(
+                "000-scenario1",
+                "wifi1.distance_m",
+                "tcp_wifi1",
+                "Scenario 1: gThroughput by distance (both subflows at the same distance)",
+            ),
+            Comparison(
+                "000-scenario2",
+                "wifi2.down.loss_pct",
+                "tcp_wifi1",
+                "Scenario 2: gThroughput by drop rate of subflow 2 (%)",
+            ),
+        ),
+        (
+            *_NS3_WIFI,
+            "Congestion control: the paper ran coupled congestion control (RFC 6356 LIA); "
+            "upstream Linux has none, so every variant runs uncoupled Reno.",
+            "Table I: the paper gives neither rates nor base delays for the Linux study it "
+            "quotes; the campaign uses two 10 Mbit/s paths with a 10 ms base round trip and adds "
+            "the difference as one-way delay on the second path's data direction.",
+        ),
+        wifi=True,
+    ),
+    "002": PaperPlan(
+        "002",
+        "RBPM: receive-buffer-based path management (IM 2017)",
+        ("002-case-a", "002-case-b"),
+        (),
+        (
+            "Stack: the paper ran the multipath-tcp.org kernel v0.89 inside NS-3 DCE; the rig "
+            "runs the current upstream MPTCP. Opportunistic retransmission and penalisation "
+            "(off in the paper) have no switch upstream.",
+            "Path manager: fullmesh in the paper; upstream's kernel path manager with one "
+            "subflow endpoint per client interface gives the same four subflows.",
+            "RBPM itself is a path manager not available here: only 'original MPTCP' runs; the "
+            "RBPM numbers are reported as not comparable.",
+        ),
+    ),
+    "003": PaperPlan(
+        "003",
+        "Reordering solutions x congestion control over Wi-Fi (Alheid et al., WD 2016)",
+        tuple(f"003-scenario{n}" for n in range(1, 5)),
+        tuple(
+            Comparison(
+                f"003-scenario{n}",
+                "wifi1.distance_m",
+                "tcp_wifi1",
+                f"Scenario {n}: gThroughput by distance",
+            )
+            for n in range(1, 5)
+        ),
+        (
+            *_NS3_WIFI,
+            "Congestion control: Co-CC (LIA) and FC-CC are unavailable on upstream Linux (see "
+            "the check below); the campaigns run Un-CC (uncoupled Reno), and the Co-CC and "
+            "FC-CC columns of Tables III and IV are not comparable.",
+        ),
+        wifi=True,
+    ),
+    "004": PaperPlan(
+        "004",
+        "How hard can it be? A deployable Multipath TCP (Raiciu et al., NSDI 2012)",
+        ("004-fig4", "004-fig6a"),
+        (
+            Comparison(
+                "004-fig4",
+                "rmem",
+                "tcp_wifi",
+                "Fig. 4: throughput by receive buffer (bytes), Wi-Fi 8 Mbit/s + 3G 2 Mbit/s",
+            ),
+            Comparison(
+                "004-fig6a",
+                "rmem",
+                "tcp_wifi",
+                "Fig. 6(a): throughput by receive buffer, Wi-Fi + 3G 50 kbit/s",
+            ),
+        ),
+        (
+            "Stack: the paper measured its own 2012 Linux implementation (the multipath-tcp.org "
+            "line) with and without M1 (opportunistic retransmission) and M2 (penalisation); "
+            "the rig runs today's upstream MPTCP, which has no switch for either, so 'regular "
+            "MPTCP' here is whatever upstream does by default.",
+            "Links: the paper emulated its Wi-Fi-like and 3G-like paths too; the campaigns "
+            "use its rates, base RTTs and buffers (converted to netem limits in packets).",
+            "Receive buffer: the sweep sets net.ipv4.tcp_rmem's maximum; Linux counts skb "
+            "overhead against it, so the advertised window is smaller than the buffer.",
+        ),
+    ),
+}
+
+NOT_REPRODUCED = {
+    "001": "CWA-MPTCP and its proactive scheduler (Zhou, Song, Shi; NS-2) are sender "
+    "algorithms Linux does not have; no campaign until a later issue adds them as BPF.",
+}
+
+
+# --- pure builders -----------------------------------------------------------------------
+
+
+def campaign_file(stem: str, profile: str) -> Path:
+    """experiments/papers/<stem>-<profile>.yaml."""
+    return PAPERS_DIR / f"{stem}-{profile}.yaml"
+
+
+def _axis_column(results: Results, axis: str) -> str | None:
+    from reports.results import short_axis
+
+    for column in results.axes:
+        if short_axis(column) == axis:
+            return column
+    return None
+
+
+def comparison_rows(results: Results, comp: Comparison) -> list[dict[str, str]]:
+    """Per axis value: every variant's mean throughput (Mbit/s) and its gain over the
+    baseline (%); runs that did not complete are left out."""
+    column = _axis_column(results, comp.axis)
+    done = results.complete
+    if column is None or done.empty or "throughput_bps" not in done.columns:
+        return []
+    means = done.groupby([column, "variant"])["throughput_bps"].mean() / 1e6
+    rows = []
+    for value in sorted(done[column].dropna().unique()):
+        row = {comp.axis: _fmt(value)}
+        base = means.get((value, comp.baseline), math.nan)
+        for variant in dict.fromkeys(done["variant"]):
+            mbit = means.get((value, variant), math.nan)
+            row[f"{variant} Mbit/s"] = _fmt(mbit)
+            if variant != comp.baseline:
+                row[f"{variant} gain %"] = _fmt(100 * (mbit / base - 1) if base else math.nan)
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        return f"{value:.0f}" if value.is_integer() and abs(value) >= 1000 else f"{value:.3g}"
+    return str(value)
+
+
+def markdown_table(rows: list[dict[str, str]]) -> list[str]:
+    """Rows of equal keys as a Markdown table."""
+    if not rows:
+        return []
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(r.get(k, "") for k in keys) + " |" for r in rows]
+    return lines
+
+
+def check_lines(checks: list[Check]) -> list[str]:
+    """The references verdict table: ours beside the paper's."""
+    from reports.report import check_rows
+
+    keep = ("id", "source", "paper_value", "bound", "ours", "unit", "difference", "tolerance",
+            "n", "verdict", "reason")  # fmt: skip
+    return markdown_table([{k: r[k] for k in keep} for r in check_rows(checks)])
+
+
+def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
+    """What the Wi-Fi model applies per distance for the papers' three PHY modes."""
+    from mprig import wifi
+
+    rows = []
+    for standard, rate in (("11g", 54.0), ("11g", 6.0), ("11b", 2.0)):
+        for d in distances:
+            est = wifi.link(d, standard, rate)  # type: ignore[arg-type]
+            rows.append(
+                {
+                    "PHY": f"{standard} {rate:g}",
+                    "distance m": f"{d:g}",
+                    "mean SNR dB": f"{est.mean_snr_db:.1f}",
+                    "frame error": f"{est.frame_error:.3f}",
+                    "netem rate Mbit/s": f"{est.netem_rate_mbit:.2f}",
+                    "netem loss %": f"{est.loss_pct:.3g}",
+                }
+            )
+    return markdown_table(rows)
+
+
+def cc_lines(available: tuple[str, ...] | None) -> list[str]:
+    """Congestion-control availability of the papers' controllers on the rig's kernel."""
+    from mprig import presets
+
+    if available is None:
+        return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
+    out = [f"Kernel offers: {' '.join(available)}.", ""]
+    for name in ("uncoupled", "lia", "olia", "fully_coupled"):
+        c = presets.check_cc(name, available)
+        status = "available" if c.available else f"unavailable: {c.reason}"
+        out.append(f"- {presets.CC_PRESETS[name].paper_name} (`{name}`): {status}")
+    return out
+
+
+def preset_lines() -> list[str]:
+    """Each reordering preset: its exact sysctls and how it differs from NS-3."""
+    from mprig import presets
+
+    out = []
+    for p in presets.RECOVERY_PRESETS.values():
+        knobs = ", ".join(f"{k.removeprefix('net.ipv4.')}={v}" for k, v in p.sysctls.items())
+        out.append(f"- **{p.paper_name}** (`{p.name}`): {knobs}. {p.differs}")
+    return out
+
+
+def available_cc(results: list[Results]) -> tuple[str, ...] | None:
+    """Congestion controls every recorded host offers, from run.json host facts."""
+    common: set[str] | None = None
+    order: list[str] = []
+    for r in results:
+        for bundle in r.bundles.values():
+            for host in (bundle.get("hosts") or {}).values():
+                text = (host.get("sysctls") or {}).get("net.ipv4.tcp_available_congestion_control")
+                if text:
+                    names = str(text).split()
+                    order += [n for n in names if n not in order]
+                    common = set(names) if common is None else common & set(names)
+    return None if common is None else tuple(n for n in order if n in common)
+
+
+@dataclass(frozen=True)
+class CampaignOutcome:
+    """One campaign of a paper: its results and reference checks, or why there are none."""
+
+    stem: str
+    profile: str
+    results: Results | None
+    checks: list[Check]
+    missing: str = ""  # why there are no results
+
+
+def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...] | None) -> str:
+    """The reproduction report of one paper, as Markdown."""
+    lines = [f"# Reproduction of seed {plan.seed}: {plan.title}", ""]
+    for o in outcomes:
+        lines += _campaign_section(plan, o)
+    lines += ["## Setup differences", "", *[f"- {d}" for d in plan.differences], ""]
+    lines += ["### Congestion control on this rig", "", *cc_lines(cc), ""]
+    if plan.wifi:
+        lines += ["### Reordering presets", "", *preset_lines(), ""]
+        lines += ["### Wi-Fi model applied per distance (mprig/wifi.py)", "", *wifi_model_lines()]
+    return "\n".join(lines) + "\n"
+
+
+def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
+    name = f"{o.stem}-{o.profile}"
+    lines = [f"## {name}", ""]
+    if o.results is None:
+        cmd = f"mprig reproduce {plan.seed} --profile {o.profile} --run"
+        return [*lines, f"No results: {o.missing}. Run `{cmd}`.", ""]
+    r = o.results
+    lines += [f"{len(r.complete)} of {len(r.runs)} runs complete ({r.root}).", ""]
+    for comp in (c for c in plan.comparisons if c.campaign == o.stem):
+        rows = comparison_rows(r, comp)
+        lines += [f"### {comp.title}", "", *(markdown_table(rows) or ["(no complete runs)"]), ""]
+    if o.checks:
+        lines += ["### Against the paper (reports/references)", "", *check_lines(o.checks), ""]
+    return lines
+
+
+# --- I/O edge ----------------------------------------------------------------------------
+
+
+def load_outcome(stem: str, profile: str, results_root: Path) -> CampaignOutcome:
+    """Read a campaign's results and check its references; missing results are reported."""
+    from reports import references
+    from reports.results import load
+
+    root = results_root / f"{stem}-{profile}"
+    if not (root / "campaign.json").is_file():
+        return CampaignOutcome(stem, profile, None, [], f"{root} does not exist")
+    try:
+        results = load(root)
+    except UsageError as e:
+        return CampaignOutcome(stem, profile, None, [], str(e))
+    return CampaignOutcome(stem, profile, results, references.load_for(results))
+
+
+LOCAL_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def _local_cc() -> tuple[str, ...] | None:
+    """This machine's congestion controls, when no run recorded the rig's."""
+    from mprig import presets
+
+    try:
+        return presets.parse_available_cc(LOCAL_CC.read_text())
+    except OSError:
+        return None
+
+
+def _mprig(*args: str) -> int:
+    """Run an mprig command in a child process (its own errors print there)."""
+    return subprocess.run([sys.executable, "-m", "mprig.cli", *args], check=False).returncode
+
+
+def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
+    """`mprig run` then `mprig collect` each campaign of the paper; bad input stops."""
+    for stem in plan.campaigns:
+        status = _mprig("run", str(campaign_file(stem, profile)), "--results", str(results_root))
+        if status == 2:
+            raise UsageError(f"mprig run {campaign_file(stem, profile)} rejected its input")
+        _mprig("collect", str(results_root / f"{stem}-{profile}"))
+
+
+def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
+    """Optionally run a paper's campaigns, then write OUT/<seed>-<profile>.md."""
+    if seed in NOT_REPRODUCED:
+        raise UsageError(f"seed {seed}: {NOT_REPRODUCED[seed]}")
+    if seed not in PAPERS:
+        raise UsageError(f"seed {seed!r}: no such paper (papers: {', '.join(PAPERS)})")
+    plan = PAPERS[seed]
+    if run:
+        run_campaigns(plan, profile, results_root)
+    outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
+    cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{seed}-{profile}.md"
+    path.write_text(render(plan, outcomes, cc))
+    return path
+
+
+EPILOG = """\
+examples:
+  mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
+                                         results/reproduce/000-quick.md
+  mprig reproduce 004 --profile full --run
+                                         the paper's run lengths and repetitions (hours)
+  mprig reproduce 000 003                report from results already collected
+  mprig reproduce --list                 the papers and their campaign files
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the `reproduce` command."""
+    p = subparsers.add_parser(
+        "reproduce",
+        help="run a paper's campaigns and write its reproduction report",
+        description="Reproduce the papers' tables: campaigns in experiments/papers/, "
+        "verdicts from reports/references/, setup differences.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 002 003 004")
+    p.add_argument("--profile", choices=PROFILES, default="quick", help="default: quick")
+    p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
+    p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="report directory (default: RESULTS/reproduce)")  # fmt: skip
+    p.add_argument("--list", action="store_true", help="list the papers and campaigns")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Write one report per seed; print where."""
+    if args.list or not args.seeds:
+        for seed, plan in PAPERS.items():
+            files = " ".join(campaign_file(s, args.profile).name for s in plan.campaigns)
+            print(f"{seed}  {plan.title}\n     {files}")
+        for seed, why in NOT_REPRODUCED.items():
+            print(f"{seed}  not reproduced: {why}")
+        return 0 if args.list else 2
+    out = args.out or args.results / "reproduce"
+    for seed in args.seeds:
+        print(reproduce(seed, args.profile, args.results, out, args.run))
+    return 0
