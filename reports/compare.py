@@ -225,9 +225,20 @@ def _row(
     mb, mc = float(b.median()), float(c.median())
     verdict = judge(ci.ratio, ci.low, ci.high, direction, tol, mb, mc)
     return Row(
-        metric, variant, point, int(b.notna().sum()), int(c.notna().sum()), mb, mc,
-        ci.ratio, ci.low, ci.high, p, direction if direction is not None else 0, verdict,
-    )  # fmt: skip
+        metric,
+        variant,
+        point,
+        int(b.notna().sum()),
+        int(c.notna().sum()),
+        mb,
+        mc,
+        ci.ratio,
+        ci.low,
+        ci.high,
+        p,
+        direction if direction is not None else 0,
+        verdict,
+    )
 
 
 def judge(
@@ -250,3 +261,81 @@ def judge(
     if direction == dirs.HIGHER:
         return "regression" if high < worse_low else "improvement" if low > better_high else "ok"
     return "regression" if low > better_high else "improvement" if high < worse_low else "ok"
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def _pct(ratio: float) -> str:
+    return "–" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f} %"
+
+
+def _where(row: Row) -> str:
+    return row.variant + (f" @ {point_label(row.point)}" if row.point else "")
+
+
+def worst(rows: list[Row]) -> Row:
+    """The regression farthest beyond its tolerance (by the interval's near end)."""
+    return max(rows, key=lambda r: (1 - r.high) if r.direction == dirs.HIGHER else (r.low - 1))
+
+
+def summary_line(c: Comparison) -> str:
+    """One line: `REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] p=0.0004` or `OK (...)`."""
+    metrics = len({r.metric for r in c.rows})
+    regs = c.regressions
+    if not regs:
+        return f"OK ({metrics} metrics, 0 regressions)"
+    r = worst(regs)
+    more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
+    return (
+        f"REGRESSION {r.metric} {_where(r)} {_pct(r.ratio)} "
+        f"[{(r.low - 1) * 100:+.1f}, {(r.high - 1) * 100:+.1f}] p={r.p_value:.2g}{more}"
+    )
+
+
+def display_rows(c: Comparison) -> list[dict[str, str]]:
+    """Rows for Markdown and HTML, regressions first."""
+    order = {"regression": 0, "improvement": 1}
+    rows = sorted(c.rows, key=lambda r: (order.get(r.verdict, 2), r.metric, r.variant))
+    return [
+        {
+            "metric": r.metric,
+            "where": _where(r),
+            "n": f"{r.n_baseline}/{r.n_current}",
+            "baseline": f"{r.median_baseline:.4g}",
+            "current": f"{r.median_current:.4g}",
+            "change": _pct(r.ratio),
+            "interval": "–" if math.isnan(r.low) else f"[{_pct(r.low)}, {_pct(r.high)}]",
+            "p": "–" if math.isnan(r.p_value) else f"{r.p_value:.2g}",
+            "verdict": r.verdict,
+        }
+        for r in rows
+    ]
+
+
+COLUMNS = ("metric", "where", "n", "baseline", "current", "change", "interval", "p", "verdict")
+
+
+def render_markdown(c: Comparison) -> str:
+    lines = [
+        f"# Compare {c.campaign}",
+        "",
+        f"Baseline `{c.baseline}`, current `{c.current}`; tolerance {c.tolerance:.0%}; "
+        "ratio of medians with a bootstrap 95 % interval, Mann-Whitney U p-value.",
+        "",
+        f"**{summary_line(c)}**",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "| " + " | ".join("---" for _ in COLUMNS) + " |",
+    ]
+    lines += ["| " + " | ".join(r[k] for k in COLUMNS) + " |" for r in display_rows(c)]
+    lines += ["", *(f"- {n}" for n in c.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(c: Comparison) -> str:
+    from reports.html import render
+
+    return render(
+        "compare.html.j2", c=c, summary=summary_line(c), rows=display_rows(c), columns=COLUMNS
+    )

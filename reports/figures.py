@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MAX_TIMESERIES_RUNS = 6  # first repetition of each (variant, point), at most this many
+# OOO queue occupancy per time bin as the collectors name it (capture source).
+OOO_SERIES = (("ooo_bytes_max", "OOO queue, max per bin (KB)", 1 / 1024),)
 
 
 @dataclass(frozen=True)
@@ -125,23 +127,20 @@ def scatter_figure(results: Results, out: Path) -> Plot | None:
 
 
 def read_timeseries(path: Path) -> dict[str, dict[str, pd.DataFrame]]:
-    """series ("cwnd", "ooo_bytes") -> subflow/path ("" for the connection) -> t_s, value.
+    """series ("cwnd", "ooo_bytes_max") -> path or subflow ("" for the connection) -> t, value.
 
-    Reads the long layout (t_s, series, path, value) and the wide one (t_s, cwnd.<path>,
-    ooo_bytes, ...)."""
+    Reads the collectors' long layout (t, source, metric, path, subflow, value) and a wide
+    one (t, cwnd.<path>, ooo_bytes_max, ...)."""
     import pandas as pd
 
     frame = pd.read_parquet(path)
-    time = next((c for c in ("t_s", "time_s", "t", "time") if c in frame.columns), None)
-    if time is None:
+    time = next((c for c in ("t", "t_s", "time_s", "time") if c in frame.columns), None)
+    if time is None or frame.empty:
         return {}
     frame = frame.rename(columns={time: "t_s"})
-    if {"series", "value"} <= set(frame.columns):
-        frame = frame.assign(path=frame.get("path", "")).fillna({"path": ""})
-        return {
-            str(s): {str(p): g[["t_s", "value"]] for p, g in part.groupby("path", sort=True)}
-            for s, part in frame.groupby("series", sort=True)
-        }
+    name = next((c for c in ("metric", "series") if c in frame.columns), None)
+    if name is not None and "value" in frame.columns:
+        return _long_series(frame, name)
     out: dict[str, dict[str, pd.DataFrame]] = {}
     for col in frame.columns.drop("t_s"):
         series, _, sub = str(col).partition(".")
@@ -150,11 +149,31 @@ def read_timeseries(path: Path) -> dict[str, dict[str, pd.DataFrame]]:
     return out
 
 
+def _long_series(frame: pd.DataFrame, name: str) -> dict[str, dict[str, pd.DataFrame]]:
+    labels = [""] * len(frame)
+    for column in ("subflow", "path"):  # path wins: one line per path where it is known
+        if column in frame.columns:
+            labels = [
+                str(v) if isinstance(v, str) and v else old
+                for v, old in zip(frame[column].astype(object), labels, strict=True)
+            ]
+    frame = frame.assign(label=labels)
+    return {
+        str(s): {
+            str(lab): g[["t_s", "value"]].sort_values("t_s") for lab, g in part.groupby("label")
+        }
+        for s, part in frame.groupby(name, sort=True)
+    }
+
+
 def _timeseries_runs(results: Results) -> list[dict[str, Any]]:
     frame = results.complete.sort_values(["variant", *results.axes, "repetition"], kind="stable")
     first = frame.drop_duplicates(["variant", *results.axes])
-    picked = [r for r in first.to_dict("records")
-              if (results.root / str(r["run_id"]) / "timeseries.parquet").is_file()]  # fmt: skip
+    picked = [
+        r
+        for r in first.to_dict("records")
+        if (results.root / str(r["run_id"]) / "timeseries.parquet").is_file()
+    ]
     return picked[:MAX_TIMESERIES_RUNS]
 
 
@@ -173,9 +192,11 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
     plots = []
     for run in _timeseries_runs(results):
         ts = read_timeseries(results.root / str(run["run_id"]) / "timeseries.parquet")
-        panels = [(s, label, scale) for s, label, scale in
-                  (("cwnd", "cwnd (packets)", 1.0), ("ooo_bytes", "OOO queue (KB)", 1 / 1024))
-                  if s in ts]  # fmt: skip
+        panels = [
+            (s, label, scale)
+            for s, label, scale in (("cwnd", "cwnd (packets)", 1.0), *OOO_SERIES)
+            if s in ts
+        ]
         if not panels:
             continue
         fig = _new(ncols=len(panels))

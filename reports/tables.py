@@ -119,14 +119,23 @@ def summary_table(results: Results) -> Table:
     for key, group in long.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         by_metric = {r.metric: r for r in group.itertuples()}
-        cells = [_cell(by_metric[m].mean, by_metric[m].ci_low, by_metric[m].ci_high, DISPLAYS[m])
-                 if m in by_metric else "–" for m in shown]  # fmt: skip
+        cells = [
+            _cell(by_metric[m].mean, by_metric[m].ci_low, by_metric[m].ci_high, DISPLAYS[m])
+            if m in by_metric
+            else "–"
+            for m in shown
+        ]
         n = max(int(r.n) for r in by_metric.values())
         rows.append([key[0], *(fmt_value(v) for v in key[1:]), *cells, str(n)])
-    columns = ["variant", *(short_axis(a) for a in results.axes),
-               *(DISPLAYS[m].label for m in shown), "n"]  # fmt: skip
-    return Table("summary", "Mean ± 95 % CI (t) over repetitions", long,
-                 pd.DataFrame(rows, columns=columns))  # fmt: skip
+    columns = [
+        "variant",
+        *(short_axis(a) for a in results.axes),
+        *(DISPLAYS[m].label for m in shown),
+        "n",
+    ]
+    return Table(
+        "summary", "Mean ± 95 % CI (t) over repetitions", long, pd.DataFrame(rows, columns=columns)
+    )
 
 
 def run_table(results: Results) -> Table:
@@ -137,11 +146,24 @@ def run_table(results: Results) -> Table:
     shown = [d for d in (*RATE_METRICS, *PAPER_METRICS) if d.column in runs.columns]
     rows = []
     for r in runs.to_dict("records"):
-        rows.append([r["run_id"], r["variant"], *(fmt_value(r[a]) for a in results.axes),
-                     str(r["repetition"]), r["status"],
-                     *(fmt(_scaled(r[d.column], d), d.digits) for d in shown)])  # fmt: skip
-    columns = ["run", "variant", *(short_axis(a) for a in results.axes), "rep", "status",
-               *(d.label for d in shown)]  # fmt: skip
+        rows.append(
+            [
+                r["run_id"],
+                r["variant"],
+                *(fmt_value(r[a]) for a in results.axes),
+                str(r["repetition"]),
+                r["status"],
+                *(fmt(_scaled(r[d.column], d), d.digits) for d in shown),
+            ]
+        )
+    columns = [
+        "run",
+        "variant",
+        *(short_axis(a) for a in results.axes),
+        "rep",
+        "status",
+        *(d.label for d in shown),
+    ]
     return Table("runs", "Runs", results.runs, pd.DataFrame(rows, columns=columns))
 
 
@@ -166,12 +188,22 @@ def paper_table(results: Results) -> Table | None:
         key = key if isinstance(key, tuple) else (key,)
         means = dict(zip(group["metric"], group["mean"], strict=True))
         point = dict(zip(results.axes, key[:-1], strict=True))
-        rows.append([point_label(point), key[-1],
-                     *(fmt(_scaled(means.get(d.column), d), d.digits) for d in shown)])  # fmt: skip
+        rows.append(
+            [
+                point_label(point),
+                key[-1],
+                *(fmt(_scaled(means.get(d.column), d), d.digits) for d in shown),
+            ]
+        )
     display = pd.DataFrame(rows, columns=["point", "variant", *(d.label for d in shown)])
     data = long[long["metric"].isin([d.column for d in shown])][[*keys, "metric", "mean", "n"]]
-    return Table("paper", " / ".join(d.label for d in shown) + " per point and variant",
-                 data, display, "means over repetitions, as the papers print them")  # fmt: skip
+    return Table(
+        "paper",
+        " / ".join(d.label for d in shown) + " per point and variant",
+        data,
+        display,
+        "means over repetitions, as the papers print them",
+    )
 
 
 def pivot_tables(results: Results) -> list[Table]:
@@ -181,8 +213,12 @@ def pivot_tables(results: Results) -> list[Table]:
     long = summary_long(results)
     if long.empty:
         return []
-    long = long.assign(point=[point_label(dict(zip(results.axes, vals, strict=True)))
-                              for vals in long[results.axes].itertuples(index=False)])  # fmt: skip
+    long = long.assign(
+        point=[
+            point_label(dict(zip(results.axes, vals, strict=True)))
+            for vals in long[results.axes].itertuples(index=False)
+        ]
+    )
     tables = []
     for d in (*PAPER_METRICS, *RATE_METRICS):
         part = long[long["metric"] == d.column]
@@ -191,8 +227,14 @@ def pivot_tables(results: Results) -> list[Table]:
         wide = part.pivot_table(index="variant", columns="point", values="mean", sort=False)
         display = wide.map(lambda v, d=d: fmt(_scaled(v, d), d.digits)).reset_index()
         display.columns = [str(c) for c in display.columns]
-        tables.append(Table(f"pivot_{d.column}", f"{d.label} per variant and point",
-                            wide.reset_index(), pd.DataFrame(display)))  # fmt: skip
+        tables.append(
+            Table(
+                f"pivot_{d.column}",
+                f"{d.label} per variant and point",
+                wide.reset_index(),
+                pd.DataFrame(display),
+            )
+        )
     return tables
 
 
@@ -211,8 +253,12 @@ def all_tables(results: Results) -> list[Table]:
 def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table with a heading."""
     cols = [str(c) for c in table.display.columns]
-    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |",
-             "| " + " | ".join("---" for _ in cols) + " |"]  # fmt: skip
+    lines = [
+        f"### {table.title}",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "| " + " | ".join("---" for _ in cols) + " |",
+    ]
     for row in table.display.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
     if table.note:
@@ -220,9 +266,20 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-        "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "±": r"$\pm$", "–": "--"}  # fmt: skip
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+    "±": r"$\pm$",
+    "–": "--",
+}
 
 
 def tex_escape(text: str) -> str:
@@ -233,9 +290,15 @@ def to_latex(table: Table) -> str:
     """A booktabs table (needs \\usepackage{booktabs})."""
     cols = [str(c) for c in table.display.columns]
     align = "l" * min(2, len(cols)) + "r" * max(0, len(cols) - 2)
-    lines = [r"\begin{table}[htbp]", r"\centering", rf"\caption{{{tex_escape(table.title)}}}",
-             rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-             " & ".join(tex_escape(c) for c in cols) + r" \\", r"\midrule"]  # fmt: skip
+    lines = [
+        r"\begin{table}[htbp]",
+        r"\centering",
+        rf"\caption{{{tex_escape(table.title)}}}",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(tex_escape(c) for c in cols) + r" \\",
+        r"\midrule",
+    ]
     for row in table.display.itertuples(index=False):
         lines.append(" & ".join(tex_escape(str(v)) for v in row) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", rf"\label{{tab:{table.key}}}", r"\end{table}"]
@@ -254,5 +317,7 @@ def to_html(table: Table, css_class: str = "data") -> str:
         "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
         for row in table.display.itertuples(index=False)
     )
-    return (f'<table id="table-{html.escape(table.key)}" class="{css_class}">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")  # fmt: skip
+    return (
+        f'<table id="table-{html.escape(table.key)}" class="{css_class}">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )

@@ -126,8 +126,9 @@ def _run_json(s: Synth, p: dict[str, Any], status: str, campaign: Campaign) -> d
         "seed": 1000 + p["index"],
         "status": status,
         "attempts": 1 if status == "complete" else 3,
-        "variant": next(v for v in campaign.model_dump(mode="json")["variants"]
-                        if v["name"] == p["variant"]),
+        "variant": next(
+            v for v in campaign.model_dump(mode="json")["variants"] if v["name"] == p["variant"]
+        ),
         "paths": campaign.model_dump(mode="json")["paths"],
         "flags": s.flags.get(p["run_id"], []),
         "hosts": {
@@ -138,11 +139,14 @@ def _run_json(s: Synth, p: dict[str, Any], status: str, campaign: Campaign) -> d
             }
             for h in ("client", "server")
         },
-        "capture": {"snaplen": 200, "hosts": ["client", "server"],
-                    "kernel_drops": {"client": 0, "server": 0}},
+        "capture": {
+            "snaplen": 200,
+            "hosts": ["client", "server"],
+            "kernel_drops": {"client": 0, "server": 0},
+        },
         "rig_mode": "virtual-vm",
         "mprig": {"version": "0.1.0", "git": "synthetic"},
-    }  # fmt: skip
+    }
     if status != "complete":
         doc["reason"] = "iperf3 on client: connection refused after 3 attempts"
     return doc
@@ -172,7 +176,7 @@ def _timeseries(rng: np.random.Generator, n: int = 50) -> pd.DataFrame:
             }
         )
     )
-    return pd.concat(frames, ignore_index=True)  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
 
 
 def write(root: Path, s: Synth | None = None) -> Path:
@@ -193,10 +197,20 @@ def write(root: Path, s: Synth | None = None) -> Path:
         values = _metrics(s, rng, p["variant"], p["point"][AXIS])
         if status != "complete":
             values = {k: None for k in values}
-        rows.append({"campaign": s.name, "run_id": p["run_id"], "variant": p["variant"],
-                     "protocol": "mptcp", "status": status, "index": p["index"],
-                     "repetition": p["repetition"], "seed": 1000 + p["index"],
-                     f"param.{AXIS}": p["point"][AXIS], **values})  # fmt: skip
+        rows.append(
+            {
+                "campaign": s.name,
+                "run_id": p["run_id"],
+                "variant": p["variant"],
+                "protocol": "mptcp",
+                "status": status,
+                "index": p["index"],
+                "repetition": p["repetition"],
+                "seed": 1000 + p["index"],
+                f"param.{AXIS}": p["point"][AXIS],
+                **values,
+            }
+        )
         bundle = root / p["run_id"]
         bundle.mkdir(exist_ok=True)
         (bundle / "run.json").write_text(json.dumps(_run_json(s, p, status, campaign)))

@@ -1,0 +1,83 @@
+"""`mprig compare BASELINE CURRENT`: regression verdict between two result sets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+FORMATS = ("md", "json", "html")
+EPILOG = """\
+examples:
+  mprig compare results/nightly-2026-11-20/nightly results/nightly-2026-11-21/nightly
+  mprig compare base/ cur/ --tolerance 0.10 --format json --out /tmp/cmp
+Per metric and (variant, sweep point): ratio of medians current/baseline with a seeded
+bootstrap 95 % interval (2000 resamples) and a Mann-Whitney U p-value. A regression is a
+ratio whose whole interval lies beyond the tolerance in the metric's bad direction.
+Exit status: 0 no regression, 1 regression, 2 error (different campaigns, missing metrics
+or runs: the message says which).
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare two result sets of a campaign; exit 1 on a regression",
+        description="Compare CURRENT against BASELINE, metric by metric.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "baseline", type=Path, metavar="BASELINE", help="results/<campaign> of the baseline"
+    )
+    p.add_argument("current", type=Path, metavar="CURRENT", help="results/<campaign> to judge")
+    p.add_argument("--tolerance", type=float, default=0.05, help="relative tolerance (0.05)")
+    p.add_argument("--format", default="md,json,html", help="comma list of md,json,html")
+    p.add_argument("--out", type=Path, default=None, help="output directory (CURRENT/compare/)")
+    p.set_defaults(func=run)
+
+
+def parse_formats(text: str) -> list[str]:
+    from mprig.errors import UsageError
+
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise UsageError(
+            f"--format: unknown {', '.join(unknown) or 'empty'}; choose from {','.join(FORMATS)}"
+        )
+    return chosen
+
+
+def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
+    """Write the comparison in FORMATS into OUT; returns the files written."""
+    from reports import compare
+
+    assert isinstance(comparison, compare.Comparison)
+    out.mkdir(parents=True, exist_ok=True)
+    writers = {
+        "md": ("compare.md", lambda: compare.render_markdown(comparison)),
+        "json": ("compare.json", lambda: json.dumps(comparison.to_dict(), indent=1, default=str)),
+        "html": ("compare.html", lambda: compare.render_html(comparison)),
+    }
+    written = []
+    for fmt in formats:
+        name, render = writers[fmt]
+        (out / name).write_text(render())
+        written.append(out / name)
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports import compare, results
+
+    formats = parse_formats(args.format)
+    comparison = compare.compare(
+        results.load(args.baseline), results.load(args.current), args.tolerance
+    )
+    for path in write(comparison, args.out or args.current / "compare", formats):
+        print(path)
+    for row in comparison.regressions:
+        print(f"regression: {row.metric} {compare._where(row)} {compare._pct(row.ratio)}")
+    print(compare.summary_line(comparison))
+    return comparison.exit_code

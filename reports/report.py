@@ -1,0 +1,309 @@
+"""Assemble a campaign report: tables, figures, paper references, environment, failures,
+warnings and missing runs; write it as HTML (one self-contained file), Markdown, LaTeX and
+CSV. `write_report` is the I/O edge; everything above it builds plain records."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mprig.errors import UsageError
+from reports import tables as tb
+from reports.figures import Plot
+from reports.references import Check
+from reports.results import Results, point_label
+
+FORMATS = ("html", "md", "tex", "csv")
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A run.json flag worth a reader's attention (capture drops, impairment deviation)."""
+
+    run_id: str
+    flag: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows."""
+
+    results: Results
+    tables: list[tb.Table]
+    checks: list[Check]
+    plots: list[Plot] = field(default_factory=list)
+    generated: str = field(
+        default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    )
+
+    @property
+    def counts(self) -> dict[str, int]:
+        r = self.results
+        return {
+            "planned": len(r.planned) or len(r.runs),
+            "complete": len(r.complete),
+            "failed": len(r.runs) - len(r.complete),
+            "missing": len(r.missing),
+        }
+
+    @property
+    def warnings(self) -> list[Warning_]:
+        return run_warnings(self.results)
+
+    @property
+    def environment(self) -> list[dict[str, str]]:
+        return environment(self.results)
+
+
+def run_warnings(results: Results) -> list[Warning_]:
+    """Flags from run.json, plus capture kernel drops even when no flag was set."""
+    out = []
+    for run_id, bundle in sorted(results.bundles.items()):
+        flags = [str(f) for f in bundle.get("flags") or []]
+        drops = {
+            h: n for h, n in ((bundle.get("capture") or {}).get("kernel_drops") or {}).items() if n
+        }
+        for flag in flags:
+            detail = ", ".join(f"{h}: {n} dropped" for h, n in drops.items())
+            out.append(Warning_(run_id, flag, detail if flag == "capture_drops" else ""))
+        if drops and "capture_drops" not in flags:
+            out.append(
+                Warning_(
+                    run_id,
+                    "capture_drops",
+                    ", ".join(f"{h}: {n} dropped" for h, n in drops.items()),
+                )
+            )
+    return out
+
+
+def environment(results: Results) -> list[dict[str, str]]:
+    """Per host: the kernels and tool versions seen across the campaign's runs."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    for bundle in results.bundles.values():
+        for host, facts in (bundle.get("hosts") or {}).items():
+            entry = seen.setdefault(host, {})
+            entry.setdefault("kernel", set()).add(str(facts.get("kernel", "?")))
+            for tool, version in (facts.get("tools") or {}).items():
+                entry.setdefault(tool, set()).add(str(version))
+        for key in ("rig_mode",):
+            if key in bundle:
+                seen.setdefault("rig", {}).setdefault(key, set()).add(str(bundle[key]))
+        version = (bundle.get("mprig") or {}).get("version")
+        if version:
+            seen.setdefault("rig", {}).setdefault("mprig", set()).add(str(version))
+    return [
+        {"host": host, "item": item, "value": ", ".join(sorted(values))}
+        for host, items in sorted(seen.items())
+        for item, values in sorted(items.items(), key=lambda kv: (kv[0] != "kernel", kv[0]))
+    ]
+
+
+def build(results: Results, plots: list[Plot], checks: list[Check]) -> Report:
+    return Report(results, tb.all_tables(results), checks, plots)
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
+    """References as display rows: ours next to the paper's."""
+    rows = []
+    for c in checks:
+        e = c.entry
+        rows.append(
+            {
+                "id": c.id,
+                "paper": f"{e.paper.seed} {e.paper.title}" if e else "",
+                "source": e.ref.source if e else "",
+                "setup": e.ref.setup if e else "",
+                "paper_value": tb.fmt(e.ref.value, 2) if e else "",
+                "bound": {"at_most": "≤ ", "at_least": "≥ "}.get(e.ref.kind, "") if e else "",
+                "ours": tb.fmt(c.ours, 2) if c.ours is not None else "–",
+                "unit": e.ref.unit if e else "",
+                "difference": tb.fmt(c.difference, 2) if c.difference is not None else "–",
+                "tolerance": str(e.tolerance) if e else "",
+                "n": str(c.n),
+                "verdict": c.verdict,
+                "reason": c.reason,
+            }
+        )
+    return rows
+
+
+def _missing_rows(results: Results) -> list[dict[str, str]]:
+    return [
+        {
+            "run_id": m["run_id"],
+            "variant": m["variant"],
+            "repetition": str(m["repetition"]),
+            "point": point_label(m["point"]),
+        }
+        for m in results.missing
+    ]
+
+
+def _failed_rows(results: Results) -> list[dict[str, str]]:
+    failed = results.failed
+    return [
+        {
+            "run_id": str(r["run_id"]),
+            "variant": str(r["variant"]),
+            "status": str(r["status"]),
+            "point": point_label({a: r[a] for a in results.axes}),
+            "reason": str(r["reason"]),
+        }
+        for r in failed.to_dict("records")
+    ]
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one HTML file; figures embedded as data URIs."""
+    import yaml
+
+    from reports.html import render
+
+    return render(
+        "report.html.j2",
+        name=report.results.name,
+        description=report.results.spec.get("description", ""),
+        root=str(report.results.root),
+        generated=report.generated,
+        counts=report.counts,
+        checks=check_rows(report.checks),
+        verdicts=verdict_counts(report.checks),
+        warnings=report.warnings,
+        failed=_failed_rows(report.results),
+        missing=_missing_rows(report.results),
+        tables=[(t, tb.to_html(t)) for t in report.tables],
+        plots=[(p, _data_uri(p.png)) for p in report.plots],
+        environment=report.environment,
+        spec=yaml.safe_dump(report.results.spec, sort_keys=False, width=100),
+    )
+
+
+def verdict_counts(checks: Iterable[Check]) -> dict[str, int]:
+    counts = {"within": 0, "outside": 0, "not comparable": 0}
+    for c in checks:
+        counts[c.verdict] += 1
+    return counts
+
+
+def _md_list(title: str, rows: list[dict[str, str]], columns: list[str]) -> str:
+    if not rows:
+        return ""
+    lines = [
+        f"## {title}",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+    ]
+    lines += ["| " + " | ".join(r[c].replace("|", "\\|") for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n\n"
+
+
+def render_markdown(report: Report, figures_dir: str = "figures") -> str:
+    """The report as Markdown; figures linked (PNG) from FIGURES_DIR."""
+    c = report.counts
+    out = [
+        f"# Report: {report.results.name}\n",
+        f"{report.results.spec.get('description', '')}\n",
+        f"Results `{report.results.root}`, generated {report.generated}. Runs: {c['planned']}"
+        f" planned, {c['complete']} complete, {c['failed']} failed, {c['missing']} missing.\n",
+    ]
+    out.append(
+        _md_list(
+            "Paper references",
+            check_rows(report.checks),
+            [
+                "id",
+                "source",
+                "paper_value",
+                "ours",
+                "unit",
+                "difference",
+                "tolerance",
+                "verdict",
+                "reason",
+            ],
+        )
+    )
+    out.append(
+        _md_list(
+            "Failed runs",
+            _failed_rows(report.results),
+            ["run_id", "variant", "point", "status", "reason"],
+        )
+    )
+    out.append(
+        _md_list(
+            "Missing runs (partial campaign)",
+            _missing_rows(report.results),
+            ["run_id", "variant", "point", "repetition"],
+        )
+    )
+    warn = [{"run_id": w.run_id, "flag": w.flag, "detail": w.detail} for w in report.warnings]
+    out.append(_md_list("Warnings", warn, ["run_id", "flag", "detail"]))
+    out += [tb.to_markdown(t) + "\n" for t in report.tables]
+    out += [f"![{p.title}]({figures_dir}/{p.png.name})\n" for p in report.plots]
+    out.append(_md_list("Environment", report.environment, ["host", "item", "value"]))
+    return "".join(out)
+
+
+def render_latex(report: Report) -> str:
+    """Every table as a booktabs table, ready to \\input{}."""
+    header = f"% mprig report of {report.results.name}; needs \\usepackage{{booktabs}}\n"
+    return header + "\n".join(tb.to_latex(t) for t in report.tables)
+
+
+def parse_formats(text: str) -> list[str]:
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise UsageError(
+            f"--format: unknown {', '.join(unknown) or 'empty'}; choose from {','.join(FORMATS)}"
+        )
+    return chosen
+
+
+def write_report(results: Results, out: Path, formats: list[str]) -> dict[str, Path]:
+    """Write the chosen formats into OUT; returns format -> main file written."""
+    from reports import figures, references
+
+    out.mkdir(parents=True, exist_ok=True)
+    plots = figures.all_figures(results, out / "figures") if set(formats) - {"csv"} else []
+    report = build(results, plots, references.load_for(results))
+    written: dict[str, Path] = {}
+    if "csv" in formats:
+        written["csv"] = _write_csv(report, out / "tables")
+    if "tex" in formats:
+        written["tex"] = _write(out / "report.tex", render_latex(report))
+    if "md" in formats:
+        written["md"] = _write(out / "report.md", render_markdown(report))
+    if "html" in formats:
+        written["html"] = _write(out / "report.html", render_html(report))
+    return written
+
+
+def _write_csv(report: Report, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for t in report.tables:
+        (directory / f"{t.key}.csv").write_text(tb.to_csv(t))
+    if report.checks:
+        import pandas as pd
+
+        pd.DataFrame(check_rows(report.checks)).to_csv(directory / "references.csv", index=False)
+    return directory
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
