@@ -288,7 +288,7 @@ def _file_flags(raw: dict[str, Any]) -> dict[str, bool]:
 
 
 def _run_core(path: str) -> dict[str, Any]:
-    from collectors import _core  # type: ignore[attr-defined]
+    from collectors import _core
 
     try:
         raw: dict[str, Any] = _core.analyze(path)

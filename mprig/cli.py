@@ -19,6 +19,7 @@ from mprig.errors import MprigError
 # Modules that register subcommands, in the order `mprig --help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_spec",
+    "mprig.cmd_run",
     "mprig.cmd_rig",
     "mprig.doctor",
     "collectors.cmd_analyze",
