@@ -6,11 +6,16 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mprig.errors import SpecError
 from mprig.plan import Run, expand, run_count
 from mprig.spec import load_campaign
+
+if TYPE_CHECKING:
+    from mprig.rig.host import PathLink
+
+DEFAULT_RIG = "main"  # the rig name `mprig run` uses by default
 
 VALIDATE_EPILOG = """\
 examples:
@@ -28,6 +33,9 @@ examples:
   mprig plan experiments/smoke.yaml              the run table: index, run id, repetition,
                                                  seed, variant, every sweep parameter
   mprig plan experiments/smoke.yaml --json       every run with all its parameters, as JSON
+  mprig plan experiments/smoke.yaml --commands   the exact commands each run applies on each
+                                                 host (virtual rig, or the campaign's lab
+                                                 inventory), one `host: command` per line
   mprig plan experiments/smoke.yaml --json | jq -r '.[].run_id'
 """
 
@@ -52,7 +60,19 @@ def register(subparsers: Any) -> None:
         formatter_class=raw,
     )
     p.add_argument("file", metavar="FILE", help="campaign YAML file")
-    p.add_argument("--json", action="store_true", help="print the runs as JSON")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the runs as JSON")
+    out.add_argument(
+        "--commands",
+        action="store_true",
+        help="print every command each run applies, as `host: command`",
+    )
+    p.add_argument(
+        "--rig",
+        default=DEFAULT_RIG,
+        metavar="NAME",
+        help=f"virtual rig name used in remote paths (default {DEFAULT_RIG}, as `mprig run`)",
+    )
     p.set_defaults(func=plan)
 
 
@@ -72,18 +92,21 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def plan(args: argparse.Namespace) -> int:
-    runs = expand(load_campaign(args.file))
+    campaign = load_campaign(args.file)
+    runs = expand(campaign)
     try:
-        _print_plan(args, runs)
+        _print_plan(args, runs, campaign.rig.inventory)
     except BrokenPipeError:  # `mprig plan X | head`: the reader left, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
-def _print_plan(args: argparse.Namespace, runs: list[Run]) -> None:
+def _print_plan(args: argparse.Namespace, runs: list[Run], inventory: str) -> None:
     if args.json:
         json.dump([run_json(r) for r in runs], sys.stdout, indent=1)
         print()
+    elif args.commands:
+        print_commands(runs, inventory, args.rig)
     else:
         print_table(runs)
 
@@ -125,3 +148,37 @@ def print_table(runs: list[Run]) -> None:
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     print(f"{len(runs)} runs")
+
+
+def print_commands(runs: list[Run], inventory: str, rig: str) -> None:
+    """Per run, a `# run` header, then `host: command` for every command it applies."""
+    import shlex
+
+    from mprig import commands
+
+    links, server_addr = rig_links(runs, inventory)
+    for run in runs:
+        print(f"# run {run.index} {run.run_id}")
+        for host, argv in commands.for_run(run, links, server_addr=server_addr, rig=rig):
+            print(f"{host}: {shlex.join(argv)}")
+
+
+def rig_links(runs: list[Run], inventory: str) -> tuple[tuple[PathLink, ...], str]:
+    """Where the campaign's paths live, and the server address: the virtual rig's layout,
+    or the `mprig_paths` of a lab inventory (read with ansible-inventory, nothing changed)."""
+    if inventory == "virtual":
+        from mprig.rig.layout import SERVER_ADDR, layout
+
+        return (layout(runs[0].paths) if runs else ()), SERVER_ADDR
+    from pathlib import Path
+
+    from mprig.errors import UsageError
+    from mprig.rig.host import PathLink
+    from mprig.rig.inventory import load_inventory
+
+    hostvars = load_inventory(Path(inventory)).get("_meta", {}).get("hostvars", {})
+    first: dict[str, Any] = next(iter(hostvars.values()), {})
+    if "mprig_paths" not in first or "mprig_server_addr" not in first:
+        raise UsageError(f"{inventory}: mprig_paths and mprig_server_addr must be set")
+    links = tuple(PathLink(**p) for p in first["mprig_paths"])
+    return links, str(first["mprig_server_addr"])

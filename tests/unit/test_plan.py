@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path as FsPath
 
 import pytest
 
+from mprig import commands
 from mprig.cli import main
 from mprig.cmd_spec import run_json
 from mprig.plan import Run, expand, run_count, run_seed
+from mprig.rig.layout import SERVER_ADDR, layout
 from mprig.spec import load_campaign, parse_campaign
 
 REPO = FsPath(__file__).parents[2]
@@ -176,4 +179,52 @@ def test_plan_of_invalid_file_is_one_line(capsys: pytest.CaptureFixture[str]) ->
         "",
         f"mprig: error: {bad}:5: paths.wifi.down.rate_mbit: must be greater than 0, got 0"
         " (allowed: > 0 and <= 100000)\n",
+    )
+
+
+def test_plan_commands_on_the_virtual_rig(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--commands", str(SMOKE)]) == 0
+    runs = expand(load_campaign(SMOKE))
+    links = layout(runs[0].paths)
+    expected = []
+    for r in runs:
+        expected.append(f"# run {r.index} {r.run_id}")
+        cmds = commands.for_run(r, links, server_addr=SERVER_ADDR, rig="main")
+        expected += [f"{host}: {shlex.join(argv)}" for host, argv in cmds]
+    assert capsys.readouterr().out.splitlines() == expected
+    assert "ap: tc qdisc replace dev lan0 root netem delay 10ms rate 20mbit limit" in "\n".join(
+        expected
+    )
+
+
+LAB_INVENTORY = """\
+all:
+  hosts:
+    client: {ansible_host: 192.0.2.10}
+    server: {ansible_host: 192.0.2.11}
+    gw1: {ansible_host: 192.0.2.12}
+  vars:
+    mprig_server_addr: 198.51.100.1
+    mprig_paths:
+      - {name: wifi, kind: wifi, client_if: wlp2s0, client_addr: 192.168.1.2, router: gw1,
+         router_client_if: eth1, router_server_if: eth2}
+      - {name: cell, kind: cellular, client_if: wwan0, client_addr: 10.64.0.2, router: gw1,
+         router_client_if: eth3, router_server_if: eth4}
+"""
+
+
+def test_plan_commands_on_a_lab_inventory(
+    tmp_path: FsPath, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "hosts.yml").write_text(LAB_INVENTORY)
+    campaign = tmp_path / "lab.yaml"
+    campaign.write_text(SMOKE.read_text() + f"rig:\n  inventory: {tmp_path / 'hosts.yml'}\n")
+    monkeypatch.setenv("PATH", f"{FsPath(sys.executable).parent}:{os.environ['PATH']}")
+    assert main(["plan", "--commands", "--rig", "lab1", str(campaign)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"# run 0 {expand(load_campaign(campaign))[0].run_id}"
+    assert "gw1: tc qdisc del dev eth3 root" in out
+    assert any(
+        line.startswith("client: mptcpize run iperf3 -c 198.51.100.1 -B 192.168.1.2")
+        for line in out
     )
