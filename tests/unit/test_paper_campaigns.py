@@ -201,3 +201,17 @@ def test_reproduce_refuses_seed_001_with_the_reason() -> None:
 
     with pytest.raises(UsageError, match="seed 001: CWA-MPTCP and its proactive scheduler"):
         reproduce.reproduce("001", "quick", Path("results"), Path("/nonexistent"), run=False)
+
+
+def test_finding_lines_say_whether_mptcp_falls_below_the_baseline() -> None:
+    from reports import reproduce
+
+    comp = reproduce.PAPERS["004"].comparisons[0]
+    rows = [
+        {"rmem": "50000", "mptcp Mbit/s": "5.1", "mptcp gain %": "-33", "tcp_wifi Mbit/s": "7.6"},
+        {"rmem": "1000000", "mptcp Mbit/s": "9.5", "mptcp gain %": "25", "tcp_wifi Mbit/s": "7.6"},
+    ]
+    assert reproduce.finding_lines(rows, comp) == [
+        "- rmem = 50000: mptcp 5.1 Mbit/s against 7.6 Mbit/s for tcp_wifi: below it (-33 %)",
+        "- rmem = 1000000: mptcp 9.5 Mbit/s against 7.6 Mbit/s for tcp_wifi: not below it (25 %)",
+    ]
