@@ -1,0 +1,288 @@
+"""`mprig run` and `mprig status`: run a campaign into verified bundles, and show them."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mprig.errors import UsageError
+
+RUN_EPILOG = """\
+examples:
+  mprig run experiments/smoke.yaml
+      bring the virtual rig up, run the 6 smoke runs, tear the rig down; results in
+      results/smoke/ (VM mode is chosen automatically where the kernel lacks sch_netem)
+  mprig run experiments/smoke.yaml            run it again: verified runs are skipped,
+                                              failed, interrupted and partial ones redone
+  mprig run experiments/smoke.yaml --force    rerun every run
+  mprig run experiments/nightly.yaml --results /srv/results --log-json 2> events.log
+  mprig run experiments/smoke.yaml --no-vm --rig lab1
+exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
+"""
+
+STATUS_EPILOG = """\
+examples:
+  mprig status results/smoke       one line per planned run: complete, failed (with the
+                                   reason), interrupted or missing; sha256 checked
+  mprig status results/smoke --json
+"""
+
+DEFAULT_RIG = "main"
+
+
+def register(subparsers: Any) -> None:
+    """Add the `run` and `status` commands."""
+    raw = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "run",
+        help="run a campaign (resumes where it stopped)",
+        description="Run every run of a campaign on the rig into verified bundles.",
+        epilog=RUN_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("file", metavar="FILE", help="campaign YAML file")
+    p.add_argument(
+        "--results",
+        default="results",
+        metavar="DIR",
+        help="results root; the campaign writes DIR/<campaign name>/ (default: results)",
+    )
+    p.add_argument("--force", action="store_true", help="rerun runs that are already complete")
+    p.add_argument(
+        "--vm",
+        dest="vm",
+        action="store_true",
+        default=None,
+        help="run the virtual rig inside a VM even if this kernel has sch_netem",
+    )
+    p.add_argument("--no-vm", dest="vm", action="store_false", help="never use a VM")
+    p.add_argument(
+        "--rig",
+        default=DEFAULT_RIG,
+        metavar="NAME",
+        help=f"virtual rig name (namespaces mprig-NAME-*; default {DEFAULT_RIG})",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--log-json", action="store_true", help="JSON event lines on stderr (CI)")
+    p.add_argument("--outer-lock", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+    p = subparsers.add_parser(
+        "status",
+        help="show which runs of a campaign are complete",
+        description="Verify every bundle of a results directory against its campaign plan.",
+        epilog=STATUS_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("results", metavar="RESULTS", help="a campaign's results directory")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.set_defaults(func=status)
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    from mprig import plan, spec, vm
+
+    campaign = spec.load_campaign(args.file)
+    runs = plan.expand(campaign)
+    results = Path(args.results).resolve() / campaign.name
+    results.mkdir(parents=True, exist_ok=True)
+    lab = campaign.rig.inventory != "virtual"
+    requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
+    mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested)
+    if not args.quiet and not args.log_json:
+        print(f"mprig: {campaign.name}: {len(runs)} runs, rig mode {mode} ({why})", file=sys.stderr)
+    with _campaign_lock(results, args):
+        write_campaign_json(results, args.file, campaign, runs)
+        if mode == "vm":
+            code = _run_in_vm(args, results)
+        else:
+            code = _run_native(args, campaign, runs, results, lab)
+    if not args.outer_lock:
+        print_summary(results, runs)
+    return code
+
+
+@contextlib.contextmanager
+def _campaign_lock(results: Path, args: argparse.Namespace) -> Iterator[None]:
+    from mprig.run import exclusive
+
+    if args.outer_lock:  # the `mprig run` outside the VM holds it
+        yield
+        return
+    say = None if args.quiet else (lambda text: print(f"mprig: {text}", file=sys.stderr))
+    with exclusive(results / "campaign.lock", f"campaign {results.name}", say):
+        yield
+
+
+def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
+    from mprig import vm
+
+    argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
+    argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
+    argv += [
+        f
+        for f, on in (
+            ("--force", args.force),
+            ("--quiet", args.quiet),
+            ("--log-json", args.log_json),
+        )
+        if on
+    ]
+    return vm.run_in_vm(argv, [results])
+
+
+def _run_native(
+    args: argparse.Namespace, campaign: Any, runs: list[Any], results: Path, lab: bool
+) -> int:
+    from mprig import knobs
+    from mprig import run as runner
+    from mprig.progress import Reporter
+    from mprig.rig import inventory, virtual
+
+    reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
+    try:
+        if lab:
+            rig = inventory.rig_from_inventory(Path(campaign.rig.inventory))
+            with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
+                outcome = runner.run_campaign(
+                    campaign, runs, rig, results, reporter, force=args.force
+                )
+        else:
+            ccs = [v.cc for v in campaign.variants]
+            with (
+                runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
+                knobs.allow_congestion_controls(ccs),
+            ):
+                rig = virtual.up(args.rig, campaign.paths)
+                try:
+                    outcome = runner.run_campaign(
+                        campaign, runs, rig, results, reporter, force=args.force
+                    )
+                finally:
+                    virtual.down(args.rig)
+    finally:
+        reporter.close()
+    if outcome.interrupted is not None:
+        return 128 + outcome.interrupted
+    return 0 if outcome.complete == len(runs) else 1
+
+
+def _rig_lock_path(name: str) -> Path:
+    """The campaign-on-rig lock (separate from the rig's own up/down lock)."""
+    return Path(os.environ.get("MPRIG_STATE", "/run/mprig")) / f"{name}.campaign.lock"
+
+
+def write_campaign_json(results: Path, file: str, campaign: Any, runs: list[Any]) -> None:
+    """campaign.json: the spec as parsed and the plan (run id, index, parameters)."""
+    from mprig import __version__, bundle
+    from mprig.cmd_spec import run_json
+
+    doc = {
+        "format": bundle.FORMAT,
+        "campaign": campaign.name,
+        "spec_file": str(Path(file).resolve()),
+        "spec": campaign.model_dump(mode="json"),
+        "plan": [run_json(r) for r in runs],
+        "mprig": {"version": __version__},
+    }
+    bundle.write_json(results / bundle.CAMPAIGN_JSON, doc)
+
+
+# -- status and summary ---------------------------------------------------------------------
+
+
+def load_plan(results: Path) -> list[dict[str, Any]]:
+    """The planned runs recorded in campaign.json."""
+    path = results / "campaign.json"
+    try:
+        return list(json.loads(path.read_text())["plan"])
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"{path}: not a campaign results directory ({e})") from None
+
+
+def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per planned run: id, variant, repetition, status, reason, throughput."""
+    from mprig import bundle
+
+    rows = []
+    for p in planned:
+        d = results / p["run_id"]
+        verdict = bundle.verify(d)
+        record: dict[str, Any] = {}
+        with contextlib.suppress(ValueError):
+            record = bundle.read_record(d) if verdict.status != "missing" else {}
+        rows.append(
+            {
+                "run_id": p["run_id"],
+                "variant": p["variant"]["name"],
+                "repetition": p["repetition"],
+                "status": verdict.status,
+                "reason": "" if verdict.ok else verdict.reason,
+                "throughput_bps": (record.get("summary") or {}).get("throughput_bps"),
+            }
+        )
+    return rows
+
+
+def status(args: argparse.Namespace) -> int:
+    results = Path(args.results)
+    rows = run_rows(results, load_plan(results))
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+    else:
+        _print_status(rows)
+    return 0 if all(r["status"] == "complete" for r in rows) else 1
+
+
+def _print_status(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("run", "variant", "rep", "status", "reason", box=None)
+    for r in rows:
+        table.add_row(r["run_id"], r["variant"], str(r["repetition"]), r["status"], r["reason"])
+    console = Console(width=200)
+    console.print(table)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def summary_rows(rows: list[dict[str, Any]]) -> list[tuple[str, float | None, int, int]]:
+    """(variant, mean throughput bit/s of complete runs, n complete, failures) per variant."""
+    out = []
+    for variant in dict.fromkeys(r["variant"] for r in rows):
+        mine = [r for r in rows if r["variant"] == variant]
+        tput = [r["throughput_bps"] for r in mine if r["status"] == "complete"]
+        tput = [t for t in tput if t is not None]
+        mean = sum(tput) / len(tput) if tput else None
+        failures = sum(r["status"] != "complete" for r in mine)
+        out.append((variant, mean, len(tput), failures))
+    return out
+
+
+def print_summary(results: Path, runs: list[Any]) -> None:
+    """Where the results are, and mean throughput per variant."""
+    from rich.console import Console
+    from rich.table import Table
+
+    planned = [
+        {"run_id": r.run_id, "variant": {"name": r.variant.name}, "repetition": r.repetition}
+        for r in runs
+    ]
+    table = Table("variant", "mean throughput (Mbit/s)", "n", "failures", box=None)
+    for variant, mean, n, failures in summary_rows(run_rows(results, planned)):
+        table.add_row(variant, f"{mean / 1e6:.2f}" if mean else "-", str(n), str(failures))
+    console = Console()
+    console.print(f"results: {results}")
+    console.print(table)

@@ -1,0 +1,703 @@
+"""The campaign runner: every planned run, over SSH, into a verified bundle.
+
+Per run: apply the variant and impairments, start captures and the ss sampler, run the
+traffic, stop everything, fetch artifacts into `.<run-id>.partial/`, write run.json with
+the sha256 of every artifact, rename into place. Infrastructure failures are retried a
+bounded number of times; SIGINT/SIGTERM tear the current run down and record it as
+interrupted. See docs/running.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mprig import __version__, batch, bundle, capture, commands, impair, knobs, traffic
+from mprig.batch import Batch, Cmd, Done, run_batch
+from mprig.errors import HostError, MprigError, RigBusy, ToolMissing
+from mprig.plan import Run
+from mprig.progress import Reporter
+from mprig.rig.host import Rig
+from mprig.spec import Campaign
+
+RETRIES = 2  # extra attempts after an infrastructure failure
+MIN_FREE_BYTES = 512 << 20  # a run does not start with less free space in the results dir
+READY_TIMEOUT = 10.0  # seconds for tcpdump and the traffic server to be ready
+TOOL_NOT_FOUND = 127
+FACTS_SCRIPT = (
+    "uname -r; iperf3 --version 2>&1 | head -n1; tcpdump --version 2>&1 | head -n1; "
+    "tc -V 2>&1 | head -n1; ss -V 2>&1 | head -n1; "
+    "iperf3 --help 2>&1 | grep -c -- --mptcp || true"
+)
+FACT_KEYS = ("kernel", "iperf3", "tcpdump", "tc", "ss")
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived: tear down, record, exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+class RunFailed(MprigError):
+    """One attempt of a run failed; `transient` failures are retried."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        self.transient = transient
+        super().__init__(message)
+
+
+class OutOfSpace(MprigError):
+    """Too little disk space left in the results directory to start a run."""
+
+
+# -- one attempt ------------------------------------------------------------------------
+
+
+@dataclass
+class Attempt:
+    """Everything one attempt of one run does on the rig, logged as it goes."""
+
+    rig: Rig
+    run: Run
+    staging: Path  # local .<run-id>.partial directory
+    routers: tuple[str, ...] = ()
+    log: list[dict[str, Any]] = field(default_factory=list)  # run.json `commands`
+    background: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> kind -> pid
+    done: dict[str, list[Done]] = field(default_factory=dict)  # last stage's results
+    stage_s: dict[str, float] = field(default_factory=dict)  # stage name -> wall seconds
+
+    def remote(self, host: str) -> str:
+        return commands.remote_dir(self.rig.name, self.run.run_id, host)
+
+    def hosts(self) -> tuple[str, ...]:
+        return ("client", "server", *self.routers)
+
+    def stage(self, name: str, b: Batch, *, check: bool = True) -> dict[str, list[Done]]:
+        """Run one stage (hosts in parallel), log every command, raise on a failure."""
+        t0 = time.monotonic()
+        try:
+            self.done = run_batch(self.rig.hosts, b)
+        except HostError as e:
+            raise RunFailed(str(e), transient=e.transient) from None
+        finally:
+            self.stage_s[name] = round(time.monotonic() - t0, 3)
+        for host, results in self.done.items():
+            for d in results:
+                self.log.append(_logged(d))
+                if d.pid is not None:
+                    self.background.setdefault(host, {})[_kind(d.cmd)] = d.pid
+        if check:
+            _raise_first_failure(self.done)
+        return self.done
+
+    def output(self, host: str, argv: list[str]) -> str:
+        """stdout of the last command with this argv on host in the last stage."""
+        found = [d.stdout for d in self.done.get(host, []) if d.cmd.argv == argv]
+        return found[-1] if found else ""
+
+    def save(self, name: str, text: str) -> None:
+        (self.staging / name).write_text(text)
+
+
+def _kind(cmd: Cmd) -> str:
+    """Name of a background command: the log file's stem (tcpdump, ss, traffic-server)."""
+    return Path(cmd.log or "").stem
+
+
+def _logged(d: Done) -> dict[str, Any]:
+    entry = {"host": d.host, "argv": d.cmd.argv, "returncode": d.returncode, "seconds": d.seconds}
+    return {**entry, "background": True} if d.cmd.log else entry
+
+
+def _raise_first_failure(done: dict[str, list[Done]]) -> None:
+    for host, results in done.items():
+        for d in results:
+            if d.returncode == 0 or not d.cmd.check:
+                continue
+            argv = shlex.join(d.cmd.argv)
+            if d.returncode == TOOL_NOT_FOUND:
+                raise ToolMissing(f"{host}: {d.cmd.argv[0]} not found ({argv}); install it")
+            err = (d.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+            raise RunFailed(
+                f"{host}: `{argv}` exited {d.returncode}: {err}", transient=d.returncode == -9
+            )
+
+
+def wait_cmd(script: str, *args: str) -> Cmd:
+    """A remote wait loop: `script` (with $1...) until it succeeds, READY_TIMEOUT at most."""
+    ticks = int(READY_TIMEOUT * 20)
+    loop = f"i=0; until {script}; do i=$((i+1)); [ $i -gt {ticks} ] && exit 1; sleep 0.05; done"
+    return Cmd(["sh", "-c", loop, "mprig-wait", *args], timeout=READY_TIMEOUT + 5)
+
+
+def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
+    """Fresh remote dirs, knobs, endpoints, netem; then tc, sysctl and nstat snapshots."""
+    b = Batch()
+    for host in a.hosts():
+        b.add(host, Cmd(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "mprig-dir", a.remote(host)]))
+    for host, argv in cmds.setup:
+        b.add(host, Cmd(argv))
+    for router in a.routers:
+        b.add(router, Cmd(impair.snapshot_argv()))
+    for host in ("client", "server"):
+        b.add(host, Cmd(knobs.read_argv(a.run.variant)))
+        b.add(host, Cmd(capture.nstat_argv()))
+    a.stage("setup", b)
+    for router in a.routers:
+        a.save(f"tc-{router}-before.txt", a.output(router, impair.snapshot_argv()))
+    for host in ("client", "server"):
+        a.save(f"nstat-{host}-before.txt", a.output(host, capture.nstat_argv()))
+
+
+def start_stage(a: Attempt, cmds: commands.RunCommands) -> None:
+    """tcpdump (waiting until it captures), the ss sampler, the traffic server."""
+    b = Batch()
+    cap = a.run.capture
+    for h in cap.hosts if cap.enabled else ():
+        d = a.remote(h)
+        b.add(h, Cmd(capture.tcpdump_argv(f"{d}/{h}.pcap", cap.snaplen), log=f"{d}/tcpdump.log"))
+        b.add(h, wait_cmd('grep -q "listening on" "$1"', f"{d}/tcpdump.log"))
+    snd = commands.sender(a.run)
+    b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
+    if cmds.server is not None:
+        host, argv = cmds.server
+        b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
+        port = traffic.IPERF3_PORT if a.run.traffic.tool == "iperf3" else traffic.BULK_PORT
+        b.add(host, wait_cmd('ss -Hltn "( sport = :$1 )" | grep -q .', str(port)))
+    try:
+        a.stage("start", b)
+    except RunFailed as e:
+        raise RunFailed(f"not ready: {e}", transient=True) from None
+
+
+def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
+    """The traffic client, killed at its timeout; returns the traffic seconds."""
+    host, argv = cmds.client
+    limit = traffic.timeout_s(a.run.traffic)
+    b = Batch()
+    b.add(host, Cmd(argv, timeout=limit, check=False))
+    d = a.stage("traffic", b)[host][0]
+    if d.returncode == -9:
+        raise RunFailed(
+            f"{host}: traffic hung past its {limit:.0f} s timeout; killed", transient=True
+        )
+    if d.returncode != 0:
+        raise RunFailed(
+            f"{host}: traffic client exited {d.returncode}: {_last_line(d.stdout + d.stderr)}",
+            transient=True,
+        )
+    return d.seconds
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def stop_stage(a: Attempt) -> dict[str, int]:
+    """Stop the background commands (INT: tcpdump writes its summary), take the after
+    snapshots, pack each host's files; returns tcpdump's kernel drops per host."""
+    b = Batch()
+    for host, pids in a.background.items():
+        b.add(host, Cmd(batch.stop_argv(list(pids.values())), timeout=15))
+    a.background.clear()
+    for host in ("client", "server"):
+        b.add(host, Cmd(capture.nstat_argv()))
+    for router in a.routers:
+        b.add(router, Cmd(impair.snapshot_argv()))
+    files = remote_files(a)
+    for host, names in files.items():
+        b.add(host, Cmd(["cat", f"{a.remote(host)}/tcpdump.log"], check=False))
+        b.add(host, Cmd(["tar", "-C", a.remote(host), "-cf", f"{a.remote(host)}.tar", *names]))
+    a.stage("stop", b)
+    for host in ("client", "server"):
+        a.save(f"nstat-{host}-after.txt", a.output(host, capture.nstat_argv()))
+    for router in a.routers:
+        a.save(f"tc-{router}-after.txt", a.output(router, impair.snapshot_argv()))
+    drops = {}
+    for host in files:
+        with contextlib.suppress(ValueError):
+            log = a.output(host, ["cat", f"{a.remote(host)}/tcpdump.log"])
+            if log:
+                drops[host] = capture.parse_tcpdump_exit(log).kernel_drops
+    return drops
+
+
+def remote_files(a: Attempt) -> dict[str, list[str]]:
+    """Per host, the files of its remote directory that become artifacts."""
+    files: dict[str, list[str]] = {}
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        files.setdefault(host, []).append(f"{host}.pcap")
+    files.setdefault(commands.sender(a.run), []).append("ss.txt")
+    tool = "iperf3" if a.run.traffic.tool == "iperf3" else "bulk"
+    for host in ("client", "server"):
+        files.setdefault(host, []).append(f"{tool}-{host}.json")
+    return files
+
+
+def fetch_stage(a: Attempt) -> None:
+    """Copy each host's tar into staging and unpack its files under their bundle names."""
+    files = remote_files(a)
+
+    def fetch(host: str) -> None:
+        tar = a.staging / f".{host}.tar"
+        try:
+            a.rig.hosts[host].fetch(f"{a.remote(host)}.tar", tar)
+        except HostError as e:
+            raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
+        with tarfile.open(tar) as t:
+            for name in files[host]:
+                src = t.extractfile(name)
+                if src is None:
+                    raise RunFailed(f"{host}: {name} is not a file", transient=True)
+                (a.staging / bundle_name(host, name)).write_bytes(src.read())
+        tar.unlink()
+
+    t0 = time.monotonic()
+    batch.parallel(fetch, list(files))
+    a.stage_s["fetch"] = round(time.monotonic() - t0, 3)
+
+
+def bundle_name(host: str, remote_name: str) -> str:
+    """The artifact name in the bundle of a file in host's remote directory."""
+    if remote_name == "ss.txt":
+        return f"ss-{host}.txt"
+    if remote_name.startswith("bulk-"):
+        return f".{remote_name}"  # merged into bulk.json, then removed
+    return remote_name
+
+
+def teardown(a: Attempt, cmds: commands.RunCommands | None) -> None:
+    """Leave the rig clean whatever happened: processes, qdiscs, remote files."""
+    b = Batch()
+    for host, pids in a.background.items():
+        b.add(host, Cmd(batch.stop_argv(list(pids.values()), "KILL"), check=False))
+    for host, argv in cmds.teardown if cmds else []:
+        b.add(host, Cmd(argv, check=False))
+    for host in a.hosts():
+        d = a.remote(host)
+        b.add(host, Cmd(["rm", "-rf", "--", d, f"{d}.tar"], check=False))
+    with contextlib.suppress(HostError, RunFailed):
+        a.stage("teardown", b, check=False)
+    a.background.clear()
+
+
+# -- run level --------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one attempt produced for run.json."""
+
+    traffic_s: float = 0.0
+    drops: dict[str, int] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
+    """One attempt, start to fetched artifacts (teardown is the caller's)."""
+    setup_stage(a, cmds)
+    for host in ("client", "server"):
+        out.sysctls[host] = knobs.parse_sysctl(a.output(host, knobs.read_argv(a.run.variant)))
+    start_stage(a, cmds)
+    out.traffic_s = traffic_stage(a, cmds)
+    out.drops = stop_stage(a)
+    fetch_stage(a)
+    out.summary = summarise(a)
+
+
+def summarise(a: Attempt) -> dict[str, Any]:
+    """Throughput from the traffic tool's own output; RunFailed when it shows a failure."""
+    if a.run.traffic.tool == "iperf3":
+        try:
+            s = traffic.parse_iperf3((a.staging / "iperf3-client.json").read_text())
+        except (OSError, ValueError) as e:
+            raise RunFailed(f"client: {e}", transient=True) from None
+        return {"throughput_bps": s.receiver_bps, "retransmits": s.retransmits}
+    return _bulk_summary(a)
+
+
+def _bulk_summary(a: Attempt) -> dict[str, Any]:
+    docs = {
+        h: json.loads((a.staging / f".bulk-{h}.json").read_text()) for h in ("client", "server")
+    }
+    for h in docs:
+        (a.staging / f".bulk-{h}.json").unlink()
+    down = a.run.traffic.direction == "download"
+    sent, received = (docs["server"], docs["client"]) if down else (docs["client"], docs["server"])
+    nbytes = a.run.traffic.bytes or 0
+    problem = traffic.check_bulk(sent, received, nbytes)
+    doc = {
+        "bytes": nbytes,
+        "sha256_sent": sent["sha256"],
+        "sha256_received": received["sha256"],
+        "bytes_received": received["bytes"],
+        "seconds": received["seconds"],
+    }
+    bundle.write_json(a.staging / "bulk.json", doc)
+    if problem:
+        raise RunFailed(problem, transient=False)
+    return {"throughput_bps": nbytes * 8 / max(received["seconds"], 1e-9)}
+
+
+@dataclass
+class Context:
+    """What every run of a campaign shares."""
+
+    campaign: Campaign
+    rig: Rig
+    results: Path
+    reporter: Reporter
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> facts
+    iperf3_mptcp_flag: bool = False
+    retries: int = RETRIES
+    min_free_bytes: int = MIN_FREE_BYTES
+
+
+def host_facts(rig: Rig) -> tuple[dict[str, dict[str, Any]], bool]:
+    """Kernel and tool versions per host (once per campaign); whether iperf3 has --mptcp."""
+    b = Batch()
+    for name in rig.hosts:
+        b.add(name, Cmd(["sh", "-c", FACTS_SCRIPT], check=False))
+    facts: dict[str, dict[str, Any]] = {}
+    flag = False
+    for name, done in run_batch(rig.hosts, b).items():
+        lines = done[0].stdout.splitlines()
+        lines += [""] * (len(FACT_KEYS) + 1 - len(lines))
+        tools = dict(zip(FACT_KEYS[1:], lines[1:5], strict=True))
+        facts[name] = {"kernel": lines[0], "tools": tools}
+        if name == "client":
+            flag = lines[5].strip() not in ("", "0")
+    return facts, flag
+
+
+def execute(ctx: Context, run: Run) -> dict[str, Any]:
+    """Run one planned run with retries; returns its run.json record (bundle committed)."""
+    check_space(ctx)
+    started, attempts = time.time(), 0
+    record: dict[str, Any] = {}
+    while True:
+        attempts += 1
+        record = one_attempt(ctx, run, attempts)
+        if record["status"] == "complete" or not record.pop("_transient", False):
+            break
+        if attempts > ctx.retries:
+            record["reason"] += f" (gave up after {attempts} attempts)"
+            break
+        ctx.reporter.retry(run.run_id, attempts + 1, record["reason"])
+    record["attempts"] = attempts
+    record["timings"]["started"] = round(started, 3)
+    record["timings"]["ended"] = round(time.time(), 3)
+    record["timings"]["overhead_s"] = round(
+        record["timings"]["ended"] - started - record["timings"]["traffic_s"], 3
+    )
+    bundle.commit(ctx.results, run.run_id, record)
+    return record
+
+
+def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
+    """One attempt; always tears down; returns a record (status complete/failed)."""
+    staging = bundle.partial_dir(ctx.results, run.run_id)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    routers = tuple(dict.fromkeys(link.router for link in ctx.rig.paths))
+    a = Attempt(ctx.rig, run, staging, routers=routers)
+    cmds: commands.RunCommands | None = None
+    out = Outcome()
+    try:
+        cmds = commands.build(
+            run,
+            ctx.rig.paths,
+            server_addr=ctx.rig.server_addr,
+            rig=ctx.rig.name,
+            iperf3_mptcp_flag=ctx.iperf3_mptcp_flag,
+        )
+        attempt_run(a, cmds, out)
+        status, reason, transient = "complete", "", False
+    except (RunFailed, ToolMissing, HostError) as e:
+        status, reason = "failed", str(e)
+        transient = isinstance(e, ToolMissing) or bool(getattr(e, "transient", False))
+    except Interrupted as e:
+        _teardown_quietly(a, cmds)
+        write_partial_record(ctx, run, a, out, f"interrupted by {e}")
+        raise
+    except BaseException:
+        _teardown_quietly(a, cmds)
+        raise
+    _teardown_quietly(a, cmds)
+    record = make_record(ctx, run, a, out, status, reason)
+    record["_transient"] = transient
+    return record
+
+
+def _teardown_quietly(a: Attempt, cmds: commands.RunCommands | None) -> None:
+    with _signals_deferred():
+        teardown(a, cmds)
+
+
+def check_space(ctx: Context) -> None:
+    """Refuse to start a run with too little free space for its artifacts."""
+    free = shutil.disk_usage(ctx.results).free
+    if free < ctx.min_free_bytes:
+        raise OutOfSpace(
+            f"{ctx.results}: {free >> 20} MiB free, below {ctx.min_free_bytes >> 20} MiB; "
+            "free space and rerun (completed runs are kept)"
+        )
+
+
+def write_partial_record(ctx: Context, run: Run, a: Attempt, out: Outcome, reason: str) -> None:
+    """Commit an interrupted run's bundle (whatever was fetched) so `status` shows it."""
+    record = make_record(ctx, run, a, out, "interrupted", reason)
+    record["timings"].update(ended=round(time.time(), 3))
+    with contextlib.suppress(OSError):
+        bundle.commit(ctx.results, run.run_id, record)
+
+
+def make_record(
+    ctx: Context, run: Run, a: Attempt, out: Outcome, status: str, reason: str
+) -> dict[str, Any]:
+    """run.json for one run (artifacts and format are added by bundle.commit)."""
+    hosts = {h: {**f, "sysctls": out.sysctls.get(h, {})} for h, f in ctx.facts.items()}
+    cap = run.capture.model_dump(mode="json")
+    record: dict[str, Any] = {
+        "format": bundle.FORMAT,
+        "campaign": ctx.campaign.name,
+        "run_id": run.run_id,
+        "index": run.index,
+        "repetition": run.repetition,
+        "seed": run.seed,
+        "status": status,
+        **({"reason": reason} if reason else {}),
+        "attempts": 1,
+        "point": run.point,
+        "variant": run.variant.model_dump(mode="json"),
+        "paths": [p.model_dump(mode="json") for p in run.paths],
+        "links": [_link(link) for link in ctx.rig.paths],
+        "server_addr": ctx.rig.server_addr,
+        "traffic": run.traffic.model_dump(mode="json"),
+        "capture": {**cap, "kernel_drops": out.drops},
+        "flags": ["capture_drops"] if any(out.drops.values()) else [],
+        "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
+        "summary": out.summary,
+        "hosts": hosts,
+        "mprig": {"version": __version__, "git": git_revision()},
+        "commands": a.log,
+        "rig_mode": ctx.rig.mode,
+    }
+    return record
+
+
+def _link(link: Any) -> dict[str, str]:
+    return {
+        "name": link.name,
+        "client_if": link.client_if,
+        "client_addr": link.client_addr,
+        "router": link.router,
+    }
+
+
+_GIT: list[str] = []
+
+
+def git_revision() -> str:
+    """The git revision of the mprig source tree ("unknown" outside a checkout)."""
+    if not _GIT:
+        src = Path(__file__).resolve().parent.parent
+        try:
+            p = subprocess.run(
+                ["git", "-C", str(src), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+            _GIT.append(p.stdout.strip() or "unknown")
+        except (OSError, subprocess.TimeoutExpired):
+            _GIT.append("unknown")
+    return _GIT[0]
+
+
+# -- signals ----------------------------------------------------------------------------
+
+_deferred: list[int] = []
+_defer_depth = [0]
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    if _defer_depth[0]:
+        _deferred.append(signum)
+        return
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Teardown must finish: a signal arriving meanwhile is raised afterwards."""
+    _defer_depth[0] += 1
+    try:
+        yield
+    finally:
+        _defer_depth[0] -= 1
+    if not _defer_depth[0] and _deferred:
+        raise Interrupted(_deferred.pop(0))
+
+
+@contextlib.contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """SIGINT/SIGTERM raise Interrupted in the main thread while the runner works."""
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+# -- campaign level ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CampaignResult:
+    """How a campaign went."""
+
+    complete: int  # runs with a verified bundle at the end (skipped ones included)
+    failed: int  # runs recorded failed in this invocation
+    skipped: int  # runs already complete before this invocation
+    interrupted: int | None  # signal number if interrupted
+
+
+def run_campaign(
+    campaign: Campaign,
+    runs: list[Run],
+    rig: Rig,
+    results: Path,
+    reporter: Reporter,
+    *,
+    force: bool = False,
+) -> CampaignResult:
+    """Run every planned run that has no verified bundle yet (all with force)."""
+    decisions = {r.run_id: bundle.decide(results, r.run_id, force=force) for r in runs}
+    todo = [r for r in runs if decisions[r.run_id].action == "run"]
+    for name in bundle.clean_leftovers(results):
+        reporter.message(f"removed {name} left by an earlier crash")
+    facts, flag = host_facts(rig)
+    ctx = Context(campaign, rig, results, reporter, facts, flag)
+    reporter.campaign_start(
+        campaign.name, len(runs), len(runs) - len(todo), rig=rig.name, mode=rig.mode
+    )
+    failed = 0
+    with signals_as_exceptions():
+        try:
+            for run in todo:
+                failed += run_one(ctx, run, decisions[run.run_id].reason)
+        except Interrupted as e:
+            reporter.campaign_end(status="interrupted", signal=e.signum)
+            return CampaignResult(
+                _count_complete(results, runs), failed, len(runs) - len(todo), e.signum
+            )
+        except OutOfSpace as e:
+            reporter.campaign_end(status="stopped", reason=str(e))
+            raise
+    reporter.campaign_end(status="done", failed=failed)
+    return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)
+
+
+def run_one(ctx: Context, run: Run, reason: str) -> int:
+    """Execute one run and report it; returns 1 if it failed."""
+    ctx.reporter.run_start(run.run_id, run.index, reason)
+    t0 = time.monotonic()
+    try:
+        record = execute(ctx, run)
+    except Interrupted:
+        ctx.reporter.run_end(run.run_id, "interrupted", time.monotonic() - t0, "signal")
+        raise
+    except OutOfSpace as e:
+        ctx.reporter.run_end(run.run_id, "failed", time.monotonic() - t0, str(e))
+        raise
+    status = record["status"]
+    ctx.reporter.run_end(run.run_id, status, time.monotonic() - t0, record.get("reason", ""))
+    return 0 if status == "complete" else 1
+
+
+def _count_complete(results: Path, runs: list[Run]) -> int:
+    return sum(bundle.verify(results / r.run_id).ok for r in runs)
+
+
+# -- locks ------------------------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, what: str, say: Any = None) -> Iterator[None]:
+    """Hold an flock on `path` (pid, host, start time inside) for a campaign or a rig.
+
+    A lock file left by a dead process is taken over (flock itself died with the process;
+    `say` is told about it); a live holder raises RigBusy naming it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        f.seek(0)
+        previous = _lock_info(f.read())
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            who = f"pid {previous.get('pid', '?')} on {previous.get('host', '?')}"
+            raise RigBusy(
+                f"{what} is in use by {who} since {previous.get('started', '?')} "
+                f"(lock {path}); wait for it or stop it"
+            ) from None
+        pid = previous.get("pid")
+        if isinstance(pid, int) and pid != os.getpid() and say is not None:
+            state = "no longer running" if not _pid_alive(pid) else "lock released"
+            say(f"taking over the stale lock {path} of pid {pid} ({state})")
+        f.seek(0)
+        f.truncate()
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        f.write(json.dumps(info) + "\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()
+            f.flush()
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _lock_info(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
