@@ -102,9 +102,9 @@ def _metrics(s: Synth, rng: np.random.Generator, variant: str, distance: float) 
         "ooo_max_bytes": int(200_000 * ooo * rng.lognormal(0, 0.1)),
         "ooo_max_packets": int(140 * ooo * rng.lognormal(0, 0.1)),
         "ooo_mean_bytes": 30_000 * ooo,
-        "retransmitted_packets": int(rng.poisson(20)),
-        "duplicate_packets": int(rng.poisson(3)),
-        "reinjected_bytes": int(rng.poisson(5)) * 1400,
+        "retransmitted_packets": int(rng.poisson(200)),
+        "duplicate_packets": int(rng.poisson(40)),
+        "reinjected_bytes": int(rng.poisson(50)) * 1400,
         "unmapped_bytes": 0,
         "link_util.wifi": thr * wifi_share / 20e6,
         "link_util.cell": thr * (1 - wifi_share) / 10e6,
@@ -215,7 +215,7 @@ def write(root: Path, s: Synth | None = None) -> Path:
         bundle.mkdir(exist_ok=True)
         (bundle / "run.json").write_text(json.dumps(_run_json(s, p, status, campaign)))
         if s.timeseries and status == "complete":
-            _timeseries(rng).to_parquet(bundle / "timeseries.parquet")
+            _timeseries(np.random.default_rng(p["index"])).to_parquet(bundle / "timeseries.parquet")
     runs = pd.DataFrame(rows).drop(columns=list(s.omit_metrics))
     for col in runs.columns:
         if col not in ("campaign", "run_id", "variant", "protocol", "status"):

@@ -19,7 +19,9 @@ def sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "base": rs.write(root / "base", rs.Synth(timeseries=False, noise=1)),
         "same": rs.write(root / "same", rs.Synth(timeseries=False, noise=2)),
-        "drop": rs.write(root / "drop", rs.Synth(timeseries=False, noise=3, scale={"goodput_bps": 0.8})),
+        "drop": rs.write(
+            root / "drop", rs.Synth(timeseries=False, noise=3, scale={"goodput_bps": 0.8})
+        ),
     }
 
 
@@ -36,8 +38,9 @@ def test_same_distribution_has_no_regression(sets: dict[str, Path]) -> None:
 
 def test_goodput_drop_is_a_regression(sets: dict[str, Path]) -> None:
     c = compare.compare(results.load(sets["base"]), results.load(sets["drop"]))
-    regressed = sorted((r.metric, r.variant, r.point["param.paths.wifi.distance_m"])
-                       for r in c.regressions)  # fmt: skip
+    regressed = sorted(
+        (r.metric, r.variant, r.point["param.paths.wifi.distance_m"]) for r in c.regressions
+    )
     # the synthetic iperf3 figure is 99 % of goodput, so it drops with it
     assert regressed == [
         (m, v, d)
@@ -51,8 +54,9 @@ def test_goodput_drop_is_a_regression(sets: dict[str, Path]) -> None:
     assert line.endswith("(+7 more)")
 
 
-def test_cli_writes_md_json_html_and_exits_1(sets: dict[str, Path], tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_cli_writes_md_json_html_and_exits_1(
+    sets: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["compare", str(sets["base"]), str(sets["drop"]), "--out", str(tmp_path)])
     out = capsys.readouterr().out.splitlines()
     assert code == 1
@@ -67,10 +71,20 @@ def test_cli_writes_md_json_html_and_exits_1(sets: dict[str, Path], tmp_path: Pa
     assert 'id="table-compare"' in (tmp_path / "compare.html").read_text()
 
 
-def test_cli_exit_0_without_regression(sets: dict[str, Path], tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    code = main(["compare", str(sets["base"]), str(sets["same"]), "--format", "json",
-                 "--out", str(tmp_path)])  # fmt: skip
+def test_cli_exit_0_without_regression(
+    sets: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "compare",
+            str(sets["base"]),
+            str(sets["same"]),
+            "--format",
+            "json",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("OK (")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["compare.json"]
@@ -98,7 +112,9 @@ def test_different_campaign_names(tmp_path: Path) -> None:
 
 def test_missing_metric_is_named(tmp_path: Path) -> None:
     a = rs.write(tmp_path / "a", rs.Synth(timeseries=False))
-    b = rs.write(tmp_path / "b", rs.Synth(timeseries=False, omit_metrics=("ooo_ratio", "goodput_bps")))
+    b = rs.write(
+        tmp_path / "b", rs.Synth(timeseries=False, omit_metrics=("ooo_ratio", "goodput_bps"))
+    )
     with pytest.raises(UsageError) as e:
         compare.compare(results.load(a), results.load(b))
     assert str(e.value) == (
@@ -109,7 +125,9 @@ def test_missing_metric_is_named(tmp_path: Path) -> None:
 
 def test_partial_campaign_lists_missing_runs(tmp_path: Path) -> None:
     a = rs.write(tmp_path / "a", rs.Synth(timeseries=False))
-    b = rs.write(tmp_path / "b", rs.Synth(timeseries=False, dropped=("nopr-d10-r2", "dsack-d50-r5")))
+    b = rs.write(
+        tmp_path / "b", rs.Synth(timeseries=False, dropped=("nopr-d10-r2", "dsack-d50-r5"))
+    )
     with pytest.raises(UsageError) as e:
         compare.compare(results.load(a), results.load(b))
     assert str(e.value) == (

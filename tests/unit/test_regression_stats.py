@@ -25,7 +25,8 @@ def flagged(scale: float, cv: float, seed: int) -> int:
         base = THROUGHPUT_BPS * rng.lognormal(0, cv, REPETITIONS)
         cur = scale * THROUGHPUT_BPS * rng.lognormal(0, cv, REPETITIONS)
         ci = bootstrap_ratio(base, cur, seed=trial)
-        count += judge(ci.ratio, ci.low, ci.high, dirs.HIGHER, 0.05) == "regression"
+        p = mann_whitney_p(base, cur)
+        count += judge(ci.ratio, ci.low, ci.high, dirs.HIGHER, 0.05, p_value=p) == "regression"
     return count
 
 
@@ -92,8 +93,14 @@ def test_judge_needs_the_whole_interval_beyond_the_tolerance(
     assert judge((low + high) / 2, low, high, direction, 0.05) == verdict
 
 
+def test_judge_needs_the_rank_test_to_reject() -> None:
+    assert judge(0.8, 0.7, 0.9, dirs.HIGHER, 0.05, p_value=0.2) == "ok"
+    assert judge(0.8, 0.7, 0.9, dirs.HIGHER, 0.05, p_value=0.01) == "regression"
+
+
 def test_directions_come_from_the_collectors_table() -> None:
     table = dirs.directions()
-    assert [dirs.direction_of(m, table) for m in
-            ("goodput_bps", "ooo_ratio", "link_util.wifi", "cwnd_mean.cell", "nonsense")] == [
-        dirs.HIGHER, dirs.LOWER, dirs.HIGHER, dirs.NEUTRAL, None]  # fmt: skip
+    assert [
+        dirs.direction_of(m, table)
+        for m in ("goodput_bps", "ooo_ratio", "link_util.wifi", "cwnd_mean.cell", "nonsense")
+    ] == [dirs.HIGHER, dirs.LOWER, dirs.HIGHER, dirs.NEUTRAL, None]
