@@ -1,0 +1,221 @@
+"""The virtual rig with two paths, natively: SSH with host key checking, Ansible, MPTCP over
+both client interfaces, offloads, policy routing, background commands, and a teardown that
+leaves nothing behind. One rig per module (about 4 s to build)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from mprig.errors import HostError, RigBusy
+from mprig.rig import layout as L
+from mprig.rig import provision, virtual
+from mprig.rig.host import Rig
+from mprig.rig.ssh import SshHost
+from mprig.spec import Direction
+from mprig.spec import Path as SpecPath
+
+NAME = "h2two"
+D = Direction(rate_mbit=10)
+PATHS = (
+    SpecPath(name="wifi", kind="wifi", down=D, up=D),
+    SpecPath(name="cell", kind="cellular", down=D, up=D),
+)
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    virtual.down(NAME)
+    built = virtual.up(NAME, PATHS)
+    try:
+        yield built
+    finally:
+        virtual.down(NAME)
+
+
+def iperf_mptcp(rig: Rig, seconds: int = 2) -> dict[str, object]:
+    """A `mptcpize run iperf3` download; returns joins seen by the server and bytes per if."""
+    client, server = rig.hosts["client"], rig.hosts["server"]
+    ifs = [link.client_if for link in rig.paths]
+
+    def rx() -> dict[str, int]:
+        cat = ["cat", *(f"/sys/class/net/{i}/statistics/rx_bytes" for i in ifs)]
+        return dict(zip(ifs, map(int, client.run(cat).stdout.split()), strict=True))
+
+    def joins() -> int:
+        out = server.run(["nstat", "-az", "MPTcpExtMPJoinAckRx"]).stdout
+        return int(re.search(r"MPTcpExtMPJoinAckRx\s+(\d+)", out).group(1))  # type: ignore[union-attr]
+
+    j0, b0 = joins(), rx()
+    srv = server.start(
+        ["mptcpize", "run", "iperf3", "-s", "-1", "-B", rig.server_addr],
+        log=f"/tmp/{NAME}-iperf.log",
+    )
+    time.sleep(0.3)
+    argv = ["mptcpize", "run", "iperf3", "-c", rig.server_addr, "-t", str(seconds), "-R", "-J"]
+    report = json.loads(client.run(argv, timeout=seconds + 30).stdout)
+    assert srv.wait(10).returncode == 0
+    b1 = rx()
+    return {
+        "joins": joins() - j0,
+        "bytes": {i: b1[i] - b0[i] for i in ifs},
+        "received": report["end"]["sum_received"]["bytes"],
+    }
+
+
+def test_every_host_answers_over_ssh_from_its_own_namespace(rig: Rig) -> None:
+    got = {}
+    for name, host in rig.hosts.items():
+        out = host.run(["ip", "-4", "-br", "addr", "show", "dev", L.MGMT_IF]).stdout.split()
+        got[name] = out[-1]
+    assert got == {h: f"{L.mgmt_addr(h)}/24" for h in ("client", "server", "ap", "cell")}
+
+
+def test_argv_is_quoted_for_the_remote_shell(rig: Rig) -> None:
+    r = rig.hosts["server"].run(["printf", "%s|", "a b", "$(id)", "x;y", "'q'"])
+    assert (r.returncode, r.stdout) == (0, "a b|$(id)|x;y|'q'|")
+
+
+def test_wrong_known_hosts_entry_is_refused(rig: Rig, tmp_path: Path) -> None:
+    state = virtual.state_dir(NAME)
+    lines = (state / "known_hosts").read_text().splitlines()
+    server_key = next(ln for ln in lines if ln.startswith(L.mgmt_addr("server")))
+    # the client's address now claims the server's host key
+    forged = [f"{L.mgmt_addr('client')} {server_key.split(' ', 1)[1]}", *lines[1:]]
+    (tmp_path / "known_hosts").write_text("\n".join(forged) + "\n")
+    config = (state / "ssh_config").read_text()
+    config = config.replace(f"{state}/known_hosts", f"{tmp_path}/known_hosts")
+    config = config.replace(f"ControlPath {state}/cm/%C", "ControlPath none")  # no good mux
+    (tmp_path / "ssh_config").write_text(config)
+    host = SshHost("client", "client", tmp_path / "ssh_config", L.namespace(NAME, "ctl"))
+    with pytest.raises(HostError, match="host key verification failed") as e:
+        host.run(["true"])
+    assert e.value.transient is False
+
+
+def test_unreachable_host_is_a_transient_error(rig: Rig) -> None:
+    ghost = SshHost(
+        "ghost", "10.254.0.99", virtual.state_dir(NAME) / "ssh_config", L.namespace(NAME, "ctl")
+    )
+    with pytest.raises(HostError, match="ghost: unreachable over SSH") as e:
+        ghost.run(["true"], timeout=20)
+    assert e.value.transient is True
+
+
+def test_failing_command_names_host_and_command(rig: Rig) -> None:
+    with pytest.raises(HostError, match=r"^ap: `ls /nonexistent` exited 2: "):
+        rig.hosts["ap"].run(["ls", "/nonexistent"])
+    r = rig.hosts["ap"].run(["sh", "-c", "exit 3"], check=False)
+    assert r.returncode == 3
+
+
+def test_background_command_stops_on_sigint_and_reports_its_status(rig: Rig) -> None:
+    host = rig.hosts["client"]
+    bg = host.start(["sh", "-c", "echo started; exec sleep 60"], log=f"/tmp/{NAME}-bg.log")
+    time.sleep(0.2)
+    r = bg.stop(signal="INT", timeout=5)
+    assert (r.returncode, r.stdout) == (130, "started\n")
+    done = host.start(["sh", "-c", "echo out; echo err >&2; exit 4"], log=f"/tmp/{NAME}-bg2.log")
+    assert (done.wait(5).returncode, done.wait(5).stdout) == (4, "out\nerr\n")
+
+
+def test_fetch_copies_a_remote_file(rig: Rig, tmp_path: Path) -> None:
+    rig.hosts["server"].fetch(f"{virtual.state_dir(NAME)}/known_hosts", tmp_path / "kh")
+    assert (tmp_path / "kh").read_text() == (virtual.state_dir(NAME) / "known_hosts").read_text()
+
+
+def test_offloads_are_off_on_client_interfaces(rig: Rig) -> None:
+    for link in rig.paths:
+        out = rig.hosts["client"].run(["ethtool", "-k", link.client_if]).stdout
+        feats = dict(ln.strip().split(": ", 1) for ln in out.splitlines()[1:] if ": " in ln)
+        got = {
+            k: feats[k]
+            for k in (
+                "tcp-segmentation-offload",
+                "generic-segmentation-offload",
+                "generic-receive-offload",
+                "large-receive-offload",
+            )
+        }
+        assert got == {
+            "tcp-segmentation-offload": "off",
+            "generic-segmentation-offload": "off",
+            "generic-receive-offload": "off",
+            "large-receive-offload": "off [fixed]",
+        }
+
+
+def test_client_has_one_table_per_interface(rig: Rig) -> None:
+    rules = rig.hosts["client"].run(["ip", "rule", "show"]).stdout.splitlines()
+    assert [r.split(":", 1)[1].split() for r in rules if r.startswith("10")] == [
+        ["from", "10.1.1.2", "lookup", "101"],
+        ["from", "10.2.1.2", "lookup", "102"],
+    ]
+    out = rig.hosts["client"].run(["ip", "route", "show", "table", "102"]).stdout
+    assert out.split() == ["default", "via", "10.2.1.1", "dev", "wwan0"]
+
+
+def test_playbook_restores_endpoints_and_a_second_run_changes_nothing(rig: Rig) -> None:
+    client = rig.hosts["client"]
+    client.run(["ip", "mptcp", "endpoint", "flush"])
+    client.run(["ip", "mptcp", "limits", "set", "subflows", "1"])
+    state = virtual.state_dir(NAME)
+    ctl = L.namespace(NAME, "ctl")
+    provision.apply(state / "inventory", state, netns=ctl)
+    out = client.run(["ip", "mptcp", "endpoint", "show"]).stdout
+    assert out.splitlines() == [
+        "10.1.1.2 id 1 subflow dev wlan0 ",
+        "10.2.1.2 id 2 subflow dev wwan0 ",
+    ]
+    limits = client.run(["ip", "mptcp", "limits", "show"]).stdout.split()
+    assert limits == ["add_addr_accepted", "8", "subflows", "8"]
+    out = provision.apply(state / "inventory", state, netns=ctl)
+    recap = dict(re.findall(r"^(\w+)\s+: ok=\d+\s+changed=(\d+)", out, re.M))
+    assert recap == {"client": "0", "server": "0"}
+
+
+def test_mptcp_download_uses_both_client_interfaces(rig: Rig) -> None:
+    got = iperf_mptcp(rig)
+    # iperf3 opens two MPTCP connections (control and data): one join each for path 2
+    assert got["joins"] == 2
+    busy = {i for i, n in got["bytes"].items() if n > 1_000_000}  # type: ignore[attr-defined]
+    assert busy == {"wlan0", "wwan0"}
+
+
+def test_up_again_reuses_the_rig_and_the_lock_serializes(rig: Rig) -> None:
+    again = virtual.up(NAME, PATHS)
+    assert replace(again, hosts={}) == replace(rig, hosts={})
+    busy = pytest.raises(RigBusy, match=f"rig {NAME} is being built")
+    with virtual.rig_lock(NAME), busy, virtual.rig_lock(NAME, timeout=0.3):
+        pass
+
+
+def test_status_lists_hosts_endpoints_and_sshd(rig: Rig) -> None:
+    st = virtual.status(NAME)
+    assert (st["up"], sorted(st["hosts"])) == (True, ["ap", "cell", "client", "ctl", "server"])
+    assert st["hosts"]["client"]["mptcp_endpoints"] == [
+        "10.1.1.2 id 1 subflow dev wlan0",
+        "10.2.1.2 id 2 subflow dev wwan0",
+    ]
+    assert st["hosts"]["server"]["sshd"].startswith("running (pid ")
+
+
+def test_down_leaves_nothing_behind(rig: Rig) -> None:
+    """Last test of the module: tear down, then look for anything of the rig."""
+    rig.hosts["server"].start(["sleep", "300"], log=f"/tmp/{NAME}-orphan.log")  # must be killed
+    assert len(virtual.leftovers(NAME)) > 10
+    virtual.down(NAME)
+    assert virtual.leftovers(NAME) == []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    assert [n for n in netns.stdout.split() if n.startswith(f"mprig-{NAME}-")] == []
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert [
+        ln for ln in ps.stdout.splitlines() if f"/run/mprig/{NAME}/" in ln or f"/tmp/{NAME}-" in ln
+    ] == []
