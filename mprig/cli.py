@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_run",
     "mprig.cmd_rig",
     "mprig.doctor",
+    "mprig.cmd_probe",
     "collectors.cmd_analyze",
     "collectors.cmd_collect",
     "reports.reproduce",

@@ -1,0 +1,85 @@
+"""`mprig probe`: does each client path let MPTCP through? (preflight before a campaign)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mprig.errors import UsageError
+
+EPILOG = """\
+examples:
+  mprig probe                          probe every path of the virtual rig "virtual"
+  mprig probe --rig h7                 another virtual rig (it must be up: mprig rig up)
+  mprig probe --inventory inventory/lab    the lab rig described by an Ansible inventory
+  mprig probe --json                   one JSON object per path
+
+  path  interface  verdict        detail
+  wifi  wlan0      returned       the SYN-ACK carried MP_CAPABLE
+  cell  wwan0      stripped       the SYN reached the server without MP_CAPABLE
+
+verdicts: returned (MPTCP works), stripped (option removed on the way), seq-rewritten
+(a middlebox changed the initial sequence number), no-answer (SYN or SYN-ACK dropped),
+reset (RST instead of SYN-ACK). Exit status 0 only when every path says `returned`.
+The client needs scapy (python3-scapy on a lab client) and both ends need root.
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the `probe` command."""
+    p = subparsers.add_parser(
+        "probe",
+        help="check that MP_CAPABLE survives every client path",
+        description="Send a SYN carrying MP_CAPABLE on each client path and report, per path, "
+        "whether the option comes back, is stripped, or sequence numbers are rewritten.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--rig", metavar="NAME", help="a virtual rig that is up (default: virtual)")
+    where.add_argument("--inventory", metavar="DIR", type=Path, help="a lab Ansible inventory")
+    p.add_argument("--port", type=int, default=5299, help="server port to probe (default 5299)")
+    p.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per answer")
+    p.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
+    p.set_defaults(func=cmd_probe)
+
+
+def _rig(args: argparse.Namespace) -> Any:
+    if args.inventory is not None:
+        from mprig.rig.inventory import rig_from_inventory
+
+        return rig_from_inventory(args.inventory)
+    from mprig.rig import virtual
+
+    name = args.rig or "virtual"
+    rig = virtual.load(name)
+    if rig is None:
+        raise UsageError(
+            f"virtual rig {name!r} is not up: start it with `mprig rig up --name {name}`"
+        )
+    return rig
+
+
+def render(results: list[Any]) -> str:
+    """The per-path table."""
+    rows = [("path", "interface", "verdict", "detail")]
+    rows += [(r.path, r.client_if, r.verdict, r.detail) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in rows
+    )
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from mprig.probe import probe
+
+    results = probe(_rig(args), port=args.port, timeout=args.timeout)
+    if args.json:
+        print("\n".join(json.dumps(asdict(r)) for r in results))
+    else:
+        print(render(results))
+    return 0 if all(r.verdict == "returned" for r in results) else 1
