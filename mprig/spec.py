@@ -176,6 +176,14 @@ class Capture(StrictModel):
     hosts: tuple[Literal["client", "server"], ...] = ("client", "server")
     snaplen: int = Field(default=200, ge=96, le=262_144)  # bytes kept per packet
 
+    @model_validator(mode="after")
+    def _hosts(self) -> Capture:
+        if self.enabled and not self.hosts:
+            raise SpecIssue(("hosts",), "name client and/or server, or set enabled: false")
+        if len(set(self.hosts)) != len(self.hosts):
+            raise SpecIssue(("hosts",), "names a host twice")
+        return self
+
 
 class RigRef(StrictModel):
     """Which rig runs the campaign."""

@@ -227,6 +227,7 @@ def test_apply_point_sets_the_named_fields_only() -> None:
          ("t.yaml", 11, "paths.cell.up.rate_mbit")),
         (BASE + "capture: {snaplen: 10}\n", ("t.yaml", 16, "capture.snaplen")),
         (BASE + "traffic: {tool: bulk}\n", ("t.yaml", 16, "traffic.bytes")),
+        (BASE + "capture:\n  hosts: []\n", ("t.yaml", 17, "capture.hosts")),
         (BASE.replace("- name: mptcp", "- name: mptcp\n    paths: [wifi, lte]"),
          ("t.yaml", 13, "variants.mptcp.paths")),
         (BASE.replace("- name: cell", "- name: 9cell"), ("t.yaml", 7, "paths[1].name")),
