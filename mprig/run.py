@@ -388,6 +388,25 @@ def host_facts(rig: Rig) -> tuple[dict[str, dict[str, Any]], bool]:
     return facts, flag
 
 
+SWEEP_SCRIPT = (
+    'for f in "$1"/*/"$2"/*.pid; do [ -s "$f" ] && kill -s KILL -- "-$(cat "$f")" 2>/dev/null; '
+    'done; rm -rf "$1"/*/"$2" "$1"/*/"$2".tar; exit 0'
+)
+
+
+def sweep_rig(rig: Rig) -> None:
+    """Remove what a killed runner left on the rig: its background processes (by their
+    recorded pids), its remote files, and the impairments on every router."""
+    b = Batch()
+    for host in rig.hosts:
+        root = f"/tmp/mprig-{rig.name}"
+        b.add(host, Cmd(["sh", "-c", SWEEP_SCRIPT, "mprig-sweep", root, host], check=False))
+    for link in rig.paths:
+        for clear in impair.clear_commands(link):
+            b.add(clear[0], Cmd(clear[1], check=False))
+    run_batch(rig.hosts, b)
+
+
 def execute(ctx: Context, run: Run) -> dict[str, Any]:
     """Run one planned run with retries; returns its run.json record (bundle committed)."""
     check_space(ctx)
@@ -598,6 +617,7 @@ def run_campaign(
     todo = [r for r in runs if decisions[r.run_id].action == "run"]
     for name in bundle.clean_leftovers(results):
         reporter.message(f"removed {name} left by an earlier crash")
+    sweep_rig(rig)
     facts, flag = host_facts(rig)
     ctx = Context(campaign, rig, results, reporter, facts, flag)
     reporter.campaign_start(
