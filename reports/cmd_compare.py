@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 FORMATS = ("md", "json", "html")
@@ -55,7 +56,7 @@ def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
 
     assert isinstance(comparison, compare.Comparison)
     out.mkdir(parents=True, exist_ok=True)
-    writers = {
+    writers: dict[str, tuple[str, Callable[[], str]]] = {
         "md": ("compare.md", lambda: compare.render_markdown(comparison)),
         "json": ("compare.json", lambda: json.dumps(comparison.to_dict(), indent=1, default=str)),
         "html": ("compare.html", lambda: compare.render_html(comparison)),

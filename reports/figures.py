@@ -169,10 +169,11 @@ def _long_series(frame: pd.DataFrame, name: str) -> dict[str, dict[str, pd.DataF
 def _timeseries_runs(results: Results) -> list[dict[str, Any]]:
     frame = results.complete.sort_values(["variant", *results.axes, "repetition"], kind="stable")
     first = frame.drop_duplicates(["variant", *results.axes])
+    records: list[dict[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in first.to_dict("records")
+    ]
     picked = [
-        r
-        for r in first.to_dict("records")
-        if (results.root / str(r["run_id"]) / "timeseries.parquet").is_file()
+        r for r in records if (results.root / str(r["run_id"]) / "timeseries.parquet").is_file()
     ]
     return picked[:MAX_TIMESERIES_RUNS]
 

@@ -39,7 +39,8 @@ class RatioCI:
 def clean(values: ArrayLike) -> np.ndarray:
     """Values as a float array without NaN."""
     arr = np.asarray(values, dtype=float)
-    return arr[~np.isnan(arr)]
+    kept: np.ndarray = arr[~np.isnan(arr)]
+    return kept
 
 
 def mean_ci(values: ArrayLike, level: float = LEVEL) -> MeanCI:

@@ -118,14 +118,16 @@ def summary_table(results: Results) -> Table:
     rows = []
     for key, group in long.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        by_metric = {r.metric: r for r in group.itertuples()}
+        by_metric: dict[str, Any] = {r["metric"]: r for r in group.to_dict("records")}
         cells = [
-            _cell(by_metric[m].mean, by_metric[m].ci_low, by_metric[m].ci_high, DISPLAYS[m])
+            _cell(
+                by_metric[m]["mean"], by_metric[m]["ci_low"], by_metric[m]["ci_high"], DISPLAYS[m]
+            )
             if m in by_metric
             else "–"
             for m in shown
         ]
-        n = max(int(r.n) for r in by_metric.values())
+        n = max(int(r["n"]) for r in by_metric.values())
         rows.append([key[0], *(fmt_value(v) for v in key[1:]), *cells, str(n)])
     columns = [
         "variant",
