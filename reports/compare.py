@@ -20,9 +20,6 @@ from reports.stats import bootstrap_ratio, mann_whitney_p
 
 IGNORED_SPEC_KEYS = ("description",)  # prose: changing it does not change the experiment
 MIN_RUNS = 2  # complete runs per side and group; a median of one run has no interval
-ALPHA = 0.05  # a regression also needs the Mann-Whitney U test to reject "same distribution":
-# the percentile bootstrap of a median over 3-5 small integer counts (duplicates,
-# retransmissions) can sit wholly beyond 5 % by chance; the rank test guards that case
 
 
 @dataclass(frozen=True)
@@ -226,7 +223,7 @@ def _row(
     ci = bootstrap_ratio(b, c, seed=seed)
     p = mann_whitney_p(b, c)
     mb, mc = float(b.median()), float(c.median())
-    verdict = judge(ci.ratio, ci.low, ci.high, direction, tol, mb, mc, p)
+    verdict = judge(ci.ratio, ci.low, ci.high, direction, tol, mb, mc)
     return Row(
         metric,
         variant,
@@ -252,10 +249,11 @@ def judge(
     tol: float,
     median_baseline: float = 1.0,
     median_current: float = 1.0,
-    p_value: float = 0.0,
 ) -> str:
-    """The verdict for one row: the whole interval must lie beyond the tolerance (and the
-    rank test must reject equality at ALPHA)."""
+    """The verdict for one row: the whole interval must lie beyond the tolerance.
+
+    The Mann-Whitney p-value is reported beside it but does not gate the verdict: with the
+    nightly's 3 repetitions per side its smallest possible two-sided value is 0.1."""
     if direction is None or direction == dirs.NEUTRAL:
         return "info"
     if math.isnan(ratio):
@@ -263,8 +261,6 @@ def judge(
             return "ok"
         return "not judged (baseline median is 0)"
     worse_low, better_high = 1 - tol, 1 + tol
-    if not p_value < ALPHA:
-        return "ok"
     if direction == dirs.HIGHER:
         return "regression" if high < worse_low else "improvement" if low > better_high else "ok"
     return "regression" if low > better_high else "improvement" if high < worse_low else "ok"
