@@ -123,20 +123,32 @@ def _campaign_lock(results: Path, args: argparse.Namespace) -> Iterator[None]:
 
 
 def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
+    """Re-execute this command inside one VM (`--no-vm` there); the results are shared."""
+    import signal
+
     from mprig import vm
 
     argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
     argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
-    argv += [
-        f
-        for f, on in (
-            ("--force", args.force),
-            ("--quiet", args.quiet),
-            ("--log-json", args.log_json),
+    flags = (("--force", args.force), ("--quiet", args.quiet), ("--log-json", args.log_json))
+    argv += [flag for flag, on in flags if on]
+    got: list[int] = []
+
+    def on_term(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt  # run_in_vm stops the VM on it
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        return vm.run_in_vm(argv, [results])
+    except KeyboardInterrupt:
+        print(
+            "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",
+            file=sys.stderr,
         )
-        if on
-    ]
-    return vm.run_in_vm(argv, [results])
+        return 128 + (got[0] if got else signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _run_native(

@@ -52,9 +52,10 @@ class Reporter:
             return None
         return sum(self.run_seconds) / len(self.run_seconds) * left
 
-    def status_line(self, current: str = "") -> str:
-        """`run n/N  elapsed  ETA  failures`: the progress text."""
-        n = min(self.done + self.skipped + 1, self.total)
+    def status_line(self, current: str = "", *, finished: bool = False) -> str:
+        """`run n/N  elapsed  ETA  failures`: the progress text (n: the run in progress,
+        or with `finished` the last one done)."""
+        n = min(self.done + self.skipped + (0 if finished else 1), self.total)
         eta = self.eta()
         parts = [
             f"run {n}/{self.total}",
@@ -103,7 +104,8 @@ class Reporter:
         if status != "complete":
             self._say(f"{run_id}: {status}: {reason}")
         elif self._bar is None and not (self.quiet or self.log_json):
-            print(f"{self.status_line()}  {run_id} complete ({seconds:.1f} s)", file=sys.stderr)
+            line = self.status_line(finished=True)
+            print(f"{line}  {run_id} complete ({seconds:.1f} s)", file=sys.stderr)
         self._show(self.status_line(), advance=True)
 
     def message(self, text: str, **fields: Any) -> None:

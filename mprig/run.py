@@ -427,7 +427,8 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
     record["timings"]["overhead_s"] = round(
         record["timings"]["ended"] - started - record["timings"]["traffic_s"], 3
     )
-    bundle.commit(ctx.results, run.run_id, record)
+    with _signals_deferred():
+        bundle.commit(ctx.results, run.run_id, record)
     return record
 
 
@@ -455,8 +456,9 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
         status, reason = "failed", str(e)
         transient = isinstance(e, ToolMissing) or bool(getattr(e, "transient", False))
     except Interrupted as e:
-        _teardown_quietly(a, cmds)
-        write_partial_record(ctx, run, a, out, f"interrupted by {e}")
+        with _signals_deferred(reraise=False):
+            teardown(a, cmds)
+            write_partial_record(ctx, run, a, out, f"interrupted by {e}")
         raise
     except BaseException:
         _teardown_quietly(a, cmds)
@@ -568,15 +570,19 @@ def _on_signal(signum: int, _frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Teardown must finish: a signal arriving meanwhile is raised afterwards."""
+def _signals_deferred(*, reraise: bool = True) -> Iterator[None]:
+    """Teardown and commits must finish: a signal arriving meanwhile is raised afterwards
+    (or dropped, when an interruption is already being handled)."""
     _defer_depth[0] += 1
     try:
         yield
     finally:
         _defer_depth[0] -= 1
     if not _defer_depth[0] and _deferred:
-        raise Interrupted(_deferred.pop(0))
+        signum = _deferred.pop(0)
+        _deferred.clear()
+        if reraise:
+            raise Interrupted(signum)
 
 
 @contextlib.contextmanager
@@ -646,8 +652,10 @@ def run_one(ctx: Context, run: Run, reason: str) -> int:
     t0 = time.monotonic()
     try:
         record = execute(ctx, run)
-    except Interrupted:
-        ctx.reporter.run_end(run.run_id, "interrupted", time.monotonic() - t0, "signal")
+    except Interrupted as e:
+        done = bundle.verify(ctx.results / run.run_id).ok  # the signal came after the commit
+        status, why = ("complete", "") if done else ("interrupted", f"interrupted by {e}")
+        ctx.reporter.run_end(run.run_id, status, time.monotonic() - t0, why)
         raise
     except OutOfSpace as e:
         ctx.reporter.run_end(run.run_id, "failed", time.monotonic() - t0, str(e))
