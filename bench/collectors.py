@@ -84,7 +84,9 @@ def handshake() -> list[bytes]:
             / TCP(sport=sp, dport=dp, flags=fl, seq=seq, ack=ack, options=[(30, opt)])
         )
 
-    k = lambda v: v.to_bytes(8, "big")  # noqa: E731
+    def k(v: int) -> bytes:
+        return v.to_bytes(8, "big")
+
     c1, c2, s = "10.0.1.2", "10.0.2.2", "10.0.0.1"
     tok = struct.pack("!I", token(KEY_S))
     return [

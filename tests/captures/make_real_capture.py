@@ -93,7 +93,7 @@ def record() -> str:
         _, err = dump.communicate(timeout=10)
         srv.wait(timeout=10)
     print(err.strip())
-    if " 0 packets dropped by kernel" not in err:
+    if "\n0 packets dropped by kernel" not in err:
         raise SystemExit("tcpdump dropped packets: run again on a quieter machine")
     return result
 
