@@ -123,6 +123,14 @@ def test_reordering_timeseries_and_occupancy() -> None:
     assert occ["subflow"].tolist() == [0, 0, 0, 1, 1, 0, 1]
 
 
+def test_link_utilisation_by_subflow_address() -> None:
+    (conn,) = analyze_pcap(HERE / "reorder_two_subflows.pcap").connections
+    util = conn.link_utilisation({"10.0.1.2": 1e6, "10.0.2.2": 2e6, "192.0.2.1": 1e6})
+    assert util == pytest.approx(
+        {"10.0.1.2": 4000 * 8 / 0.06 / 1e6, "10.0.2.2": 3000 * 8 / 0.06 / 2e6}
+    )
+
+
 def test_subflow_loss_and_retransmission() -> None:
     # Subflow 0 loses P2; P3 waits in subflow reassembly, P4 (subflow 1) is queued out of
     # order; the retransmitted P2 releases P2 and P3 at 0.13; P3 is then sent again.
@@ -164,7 +172,7 @@ def test_32bit_dsn_wrap() -> None:
 
 
 def _token(key: int, h: Any) -> str:
-    return h(key.to_bytes(8, "big")).hexdigest()[:8]
+    return str(h(key.to_bytes(8, "big")).hexdigest()[:8])
 
 
 def test_v0_handshake_sha1_token() -> None:
