@@ -25,7 +25,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_probe",
     "collectors.cmd_analyze",
     "collectors.cmd_collect",
+    "reports.cmd_report",
     "reports.reproduce",
+    "reports.cmd_compare",
+    "reports.cmd_nightly",
 )
 
 EPILOG = """\

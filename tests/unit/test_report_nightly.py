@@ -1,0 +1,152 @@
+"""`mprig nightly` on collected synthetic nights: baseline, OK, regression and error
+verdict lines, the history parquet, the trend figure and pruning old nights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import report_synth as rs
+
+from mprig.cli import main
+from reports import nightly
+
+
+def night(tmp: Path, date: str, **kw: object) -> Path:
+    return rs.write(tmp / "nights" / date / "synth", rs.Synth(timeseries=False, **kw))  # type: ignore[arg-type]
+
+
+def cli(
+    tmp: Path, date: str, results: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[str]]:
+    code = main(
+        [
+            "nightly",
+            "experiments/nightly.yaml",
+            "--baseline",
+            str(tmp / "baseline"),
+            "--history",
+            str(tmp / "history"),
+            "--date",
+            date,
+            "--from-results",
+            str(results),
+        ]
+    )
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_nights_baseline_ok_regression_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = night(tmp_path, "2026-11-19", noise=1)
+    assert cli(tmp_path, "2026-11-19", first, capsys) == (
+        0,
+        [f"nightly 2026-11-19: BASELINE set to {tmp_path / 'baseline'}"],
+    )
+    kept = sorted(
+        str(p.relative_to(tmp_path / "baseline"))
+        for p in (tmp_path / "baseline").rglob("*")
+        if p.is_file()
+    )
+    assert kept[:2] == ["campaign.json", "dsack-d10-r1/run.json"] and "runs.parquet" in kept
+    assert len(kept) == 2 + 20
+
+    code, out = cli(tmp_path, "2026-11-20", night(tmp_path, "2026-11-20", noise=2), capsys)
+    history = pd.read_parquet(tmp_path / "history" / "history.parquet")
+    metrics = history["metric"].nunique()
+    assert (code, out) == (0, [f"nightly 2026-11-20: OK ({metrics} metrics, 0 regressions)"])
+    assert len(history) == 4 * metrics  # 2 variants x 2 distances per metric
+    assert (tmp_path / "history" / "trend.png").is_file()
+    assert (tmp_path / "nights" / "2026-11-20" / "synth" / "report" / "report.html").is_file()
+    assert (tmp_path / "nights" / "2026-11-20" / "synth" / "compare" / "compare.json").is_file()
+
+    code, out = cli(
+        tmp_path,
+        "2026-11-21",
+        night(tmp_path, "2026-11-21", noise=3, scale={"throughput_bps": 0.8}),
+        capsys,
+    )
+    assert code == 1 and len(out) == 1
+    assert out[0].startswith("nightly 2026-11-21: REGRESSION ")
+    history = pd.read_parquet(tmp_path / "history" / "history.parquet")
+    tonight = history[history["date"] == "2026-11-21"]
+    # goodput and iperf3 follow throughput in the synthetic model
+    assert sorted(set(tonight.loc[tonight["verdict"] == "regression", "metric"])) == [
+        "goodput_bps",
+        "iperf3_bps",
+        "link_util",
+        "link_util.cell",
+        "link_util.wifi",
+        "throughput_bps",
+        "throughput_bps.cell",
+        "throughput_bps.wifi",
+    ]
+
+    other = rs.write(
+        tmp_path / "nights" / "2026-11-22" / "other", rs.Synth(name="other", timeseries=False)
+    )
+    code, out = cli(tmp_path, "2026-11-22", other, capsys)
+    assert code == 2
+    assert out == [
+        f"nightly 2026-11-22: ERROR different campaigns: baseline {tmp_path / 'baseline'} "
+        f"is 'synth', current {other} is 'other'"
+    ]
+    history = pd.read_parquet(tmp_path / "history" / "history.parquet")
+    assert list(history["date"].drop_duplicates()) == ["2026-11-20", "2026-11-21", "2026-11-22"]
+    assert history.loc[history["date"] == "2026-11-22", "verdict"].str.startswith(
+        "error: different"
+    ).tolist() == [True]
+
+
+def test_rerunning_a_night_replaces_its_rows(tmp_path: Path) -> None:
+    rows = [{"date": "2026-11-20", "metric": "m", "variant": "v", "point": "-", "verdict": "ok"}]
+    nightly.append_history(tmp_path, rows)
+    nightly.append_history(tmp_path, [{**rows[0], "verdict": "regression"}])
+    nightly.append_history(tmp_path, [{**rows[0], "date": "2026-11-21"}])
+    frame = pd.read_parquet(tmp_path / "history.parquet")
+    assert frame[["date", "verdict"]].values.tolist() == [
+        ["2026-11-20", "regression"],
+        ["2026-11-21", "ok"],
+    ]
+
+
+def test_prune_keeps_the_newest_nights_only(tmp_path: Path) -> None:
+    for name in ("2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21", "notes"):
+        (tmp_path / name).mkdir()
+    removed = nightly.prune(tmp_path, 2)
+    assert [p.name for p in removed] == ["2026-11-18", "2026-11-19"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2026-11-20", "2026-11-21", "notes"]
+    assert nightly.prune(tmp_path, 0) == []
+
+
+def test_bad_campaign_file_is_an_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\npaths: []\n")
+    code = main(
+        [
+            "nightly",
+            str(bad),
+            "--baseline",
+            str(tmp_path / "b"),
+            "--history",
+            str(tmp_path / "h"),
+            "--results",
+            str(tmp_path / "n"),
+            "--date",
+            "2026-11-21",
+        ]
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert code == 2 and len(out) == 1
+    assert out[0].startswith(f"nightly 2026-11-21: ERROR {bad}:")
+
+
+def test_bad_date(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nightly", "x.yaml", "--baseline", "b", "--history", "h", "--date", "21.11."]) == 2
+    assert (
+        capsys.readouterr().err.strip() == "mprig: error: --date must be YYYY-MM-DD, got '21.11.'"
+    )
