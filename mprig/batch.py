@@ -73,6 +73,7 @@ class Cmd:
     timeout: float = 30.0  # seconds (foreground commands)
     log: str | None = None  # background: remote file for stdout+stderr; pid in log.pid
     check: bool = True  # a failure stops the batch
+    transient: bool = False  # a failure is worth a retry (a readiness wait timing out)
 
 
 @dataclass(frozen=True)

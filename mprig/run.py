@@ -133,23 +133,31 @@ def _raise_first_failure(done: dict[str, list[Done]]) -> None:
             if d.returncode == TOOL_NOT_FOUND:
                 raise ToolMissing(f"{host}: {d.cmd.argv[0]} not found ({argv}); install it")
             err = (d.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-            raise RunFailed(
-                f"{host}: `{argv}` exited {d.returncode}: {err}", transient=d.returncode == -9
-            )
+            transient = d.returncode == -9 or d.cmd.transient
+            raise RunFailed(f"{host}: `{argv}` exited {d.returncode}: {err}", transient=transient)
 
 
 def wait_cmd(script: str, *args: str) -> Cmd:
     """A remote wait loop: `script` (with $1...) until it succeeds, READY_TIMEOUT at most."""
     ticks = int(READY_TIMEOUT * 20)
     loop = f"i=0; until {script}; do i=$((i+1)); [ $i -gt {ticks} ] && exit 1; sleep 0.05; done"
-    return Cmd(["sh", "-c", loop, "mprig-wait", *args], timeout=READY_TIMEOUT + 5)
+    return Cmd(["sh", "-c", loop, "mprig-wait", *args], timeout=READY_TIMEOUT + 5, transient=True)
+
+
+# Remove this host's files of earlier runs (their processes are stopped by then), then
+# create the run's directory.
+CLEAN_SCRIPT = 'rm -rf "$1"/*/"$2" "$1"/*/"$2".tar && mkdir -p "$3"'
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
-    """Fresh remote dirs, knobs, endpoints, netem; then tc, sysctl and nstat snapshots."""
+    """One round trip per host: fresh remote dirs, knobs, endpoints, netem; tc, sysctl and
+    nstat snapshots; then tcpdump (until it captures), the ss sampler, the traffic server
+    (until it listens)."""
     b = Batch()
+    root = f"/tmp/mprig-{a.rig.name}"
     for host in a.hosts():
-        b.add(host, Cmd(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "mprig-dir", a.remote(host)]))
+        fresh = ["sh", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
+        b.add(host, Cmd(fresh))
     for host, argv in cmds.setup:
         b.add(host, Cmd(argv))
     for router in a.routers:
@@ -157,6 +165,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     for host in ("client", "server"):
         b.add(host, Cmd(knobs.read_argv(a.run.variant)))
         b.add(host, Cmd(capture.nstat_argv()))
+    add_starts(a, cmds, b)
     a.stage("setup", b)
     for router in a.routers:
         a.save(f"tc-{router}-before.txt", a.output(router, impair.snapshot_argv()))
@@ -164,9 +173,8 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         a.save(f"nstat-{host}-before.txt", a.output(host, capture.nstat_argv()))
 
 
-def start_stage(a: Attempt, cmds: commands.RunCommands) -> None:
+def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
     """tcpdump (waiting until it captures), the ss sampler, the traffic server."""
-    b = Batch()
     cap = a.run.capture
     for h in cap.hosts if cap.enabled else ():
         d = a.remote(h)
@@ -179,10 +187,6 @@ def start_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
         port = traffic.IPERF3_PORT if a.run.traffic.tool == "iperf3" else traffic.BULK_PORT
         b.add(host, wait_cmd('ss -Hltn "( sport = :$1 )" | grep -q .', str(port)))
-    try:
-        a.stage("start", b)
-    except RunFailed as e:
-        raise RunFailed(f"not ready: {e}", transient=True) from None
 
 
 def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
@@ -209,9 +213,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def stop_stage(a: Attempt) -> dict[str, int]:
+def stop_stage(a: Attempt, cmds: commands.RunCommands) -> dict[str, int]:
     """Stop the background commands (INT: tcpdump writes its summary), take the after
-    snapshots, pack each host's files; returns tcpdump's kernel drops per host."""
+    snapshots, remove the qdiscs, pack each host's files; returns tcpdump's kernel drops
+    per host. (Remote files go at the next run's setup or the campaign's end.)"""
     b = Batch()
     for host, pids in a.background.items():
         b.add(host, Cmd(batch.stop_argv(list(pids.values())), timeout=15))
@@ -220,6 +225,8 @@ def stop_stage(a: Attempt) -> dict[str, int]:
         b.add(host, Cmd(capture.nstat_argv()))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
+    for host, argv in cmds.teardown:
+        b.add(host, Cmd(argv, check=False))
     files = remote_files(a)
     for host, names in files.items():
         b.add(host, Cmd(["cat", f"{a.remote(host)}/tcpdump.log"], check=False))
@@ -316,9 +323,8 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     setup_stage(a, cmds)
     for host in ("client", "server"):
         out.sysctls[host] = knobs.parse_sysctl(a.output(host, knobs.read_argv(a.run.variant)))
-    start_stage(a, cmds)
     out.traffic_s = traffic_stage(a, cmds)
-    out.drops = stop_stage(a)
+    out.drops = stop_stage(a, cmds)
     fetch_stage(a)
     out.summary = summarise(a)
 
@@ -452,6 +458,7 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
         )
         attempt_run(a, cmds, out)
         status, reason, transient = "complete", "", False
+        cmds = None  # torn down by the stop stage already
     except (RunFailed, ToolMissing, HostError) as e:
         status, reason = "failed", str(e)
         transient = isinstance(e, ToolMissing) or bool(getattr(e, "transient", False))
@@ -463,7 +470,8 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
     except BaseException:
         _teardown_quietly(a, cmds)
         raise
-    _teardown_quietly(a, cmds)
+    if cmds is not None or a.background:
+        _teardown_quietly(a, cmds)
     record = make_record(ctx, run, a, out, status, reason)
     record["_transient"] = transient
     return record
@@ -642,6 +650,9 @@ def run_campaign(
         except OutOfSpace as e:
             reporter.campaign_end(status="stopped", reason=str(e))
             raise
+        finally:
+            with contextlib.suppress(HostError):
+                sweep_rig(rig)
     reporter.campaign_end(status="done", failed=failed)
     return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)
 
