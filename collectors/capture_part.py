@@ -40,6 +40,7 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
         return part
     part.metrics["warnings"] = [w.replace(str(info.bundle / name), name) for w in analysis.warnings]
     part.metrics["partial"] = analysis.partial
+    part.metrics["receiver_ooo_packets"] = receiver_ooo_packets(analysis.connections, info)
     conn = data_connection(analysis.connections, info)
     if conn is None:
         part.problems.append(f"{name}: no MPTCP connection carrying data to the {info.receiver}")
@@ -62,6 +63,15 @@ def data_connection(conns: list[ConnectionAnalysis], info: RunInfo) -> Connectio
     towards = [c for c in conns if _towards_receiver(c, clients, info.receiver)]
     pool = towards or conns
     return max(pool, key=lambda c: sum(s.bytes for s in c.subflows), default=None)
+
+
+def receiver_ooo_packets(conns: list[ConnectionAnalysis], info: RunInfo) -> int:
+    """Out-of-order packets summed over every connection towards the receiver: the
+    quantity the receiver's namespace-wide MPTcpExtOFOQueue counter also counts (iperf3's
+    control connection included)."""
+    clients = set(info.client_addrs())
+    towards = [c for c in conns if _towards_receiver(c, clients, info.receiver)]
+    return sum(int(c.raw["ooo_packets"]) for c in towards)
 
 
 def _towards_receiver(conn: ConnectionAnalysis, clients: set[str], receiver: str) -> bool:

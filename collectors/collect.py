@@ -215,7 +215,7 @@ def metrics_doc(
         "ss_paths": ss_p.get("paths", {}),
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
         "nstat": nstat,
-        **kernel_ofo(cap.get("ooo_packets"), nstat.get(info.receiver, {})),
+        **kernel_ofo(cap.get("receiver_ooo_packets"), nstat.get(info.receiver, {})),
     }
 
 
@@ -240,7 +240,8 @@ def path_columns(
 
 
 def kernel_ofo(ooo_packets: int | None, receiver: dict[str, int]) -> dict[str, Any]:
-    """Our out-of-order count against the receiver kernel's MPTcpExtOFOQueue delta."""
+    """Our out-of-order count (all connections towards the receiver) against the receiver
+    kernel's MPTcpExtOFOQueue delta (docs/metrics.md, "Kernel cross-check")."""
     kernel = receiver.get("MPTcpExtOFOQueue")
     ratio = ooo_packets / kernel if ooo_packets is not None and kernel else None
     return {

@@ -36,7 +36,9 @@ class PathDef:
     router: str  # router host name
     client_if: str  # client interface
     subnet: int  # third octet of the client-side /24
-    down_mbit: float  # tbf rate towards the client
+    down_mbit: float  # rate towards the client (tbf, or netem when delay/loss are set)
+    delay_ms: float = 0.0  # netem delay towards the client (needs sch_netem: VM mode)
+    loss_pct: float = 0.0  # netem random loss towards the client
 
 
 PATHS = (
@@ -82,7 +84,7 @@ class Rig:
             return subprocess.Popen(
                 ["ip", "netns", "exec", self.ns(host), *argv],
                 stdout=fh,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
             )
 
     def veth(self, a: str, a_if: str, b: str, b_if: str) -> None:
@@ -124,13 +126,19 @@ class Rig:
         if i > 1:
             endpoint = ["ip", "mptcp", "endpoint", "add", c_addr]
             self.run("client", [*endpoint, "dev", p.client_if, "subflow"])
-        rate = f"{p.down_mbit}mbit"
-        tbf = ["tc", "qdisc", "add", "dev", "c0", "root", "tbf", "rate", rate]
-        self.run(p.router, [*tbf, "burst", "4kb", "latency", "40ms"])
+        self.run(p.router, ["tc", "qdisc", "add", "dev", "c0", "root", *qdisc(p)])
 
     def down(self) -> None:
         for h in self.hosts():
             sh(["ip", "netns", "del", self.ns(h)], check=False)
+
+
+def qdisc(p: PathDef) -> list[str]:
+    """tbf for a plain rate limit; netem for delay and loss (with its own rate)."""
+    rate = f"{p.down_mbit}mbit"
+    if p.delay_ms or p.loss_pct:
+        return ["netem", "delay", f"{p.delay_ms}ms", "loss", f"{p.loss_pct}%", "rate", rate]
+    return ["tbf", "rate", rate, "burst", "4kb", "latency", "40ms"]
 
 
 @contextmanager
@@ -173,7 +181,7 @@ def snapshot(r: Rig, bundle: Path, when: str) -> None:
 def start_capture(r: Rig, host: str, bundle: Path, snaplen: int) -> subprocess.Popen[bytes]:
     # --immediate-mode: without it packets still in the capture ring (up to the 1 s block
     # timeout of TPACKET_V3) are lost when tcpdump is stopped right after the traffic.
-    argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "--immediate-mode", "-U"]
+    argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "--immediate-mode", "-U", "-Z", "root"]
     argv += ["-w", str(bundle / f"{host}.pcap")]
     proc = subprocess.Popen(
         ["ip", "netns", "exec", r.ns(host), *argv, "tcp"],
@@ -224,20 +232,20 @@ def run_traffic(
 
 
 def path_dump(p: PathDef) -> dict[str, object]:
-    def direction(rate: float) -> dict[str, object]:
+    def direction(rate: float, delay: float, loss: float) -> dict[str, object]:
         return {
             "rate_mbit": rate,
-            "delay_ms": 0.0,
+            "delay_ms": delay,
             "jitter_ms": 0.0,
-            "loss_pct": 0.0,
+            "loss_pct": loss,
             "limit_pkts": 1000,
         }
 
     return {
         "name": p.name,
         "kind": p.kind,
-        "down": direction(p.down_mbit),
-        "up": direction(1000.0),
+        "down": direction(p.down_mbit, p.delay_ms, p.loss_pct),
+        "up": direction(1000.0, 0.0, 0.0),
         "distance_m": None,
         "wifi_standard": None,
     }
@@ -339,6 +347,17 @@ FIXTURE_PATHS = (
     PathDef("cell", "cellular", "cell", "eth2", 2, 1.0),
 )
 
+# The kernel cross-check (VM mode): unequal delays and some loss make data arrive out of
+# order at the connection level.
+CROSSCHECK_PATHS = (
+    PathDef("wifi", "wifi", "ap", "eth1", 1, 4.0, delay_ms=10.0, loss_pct=0.5),
+    PathDef("cell", "cellular", "cell", "eth2", 2, 2.0, delay_ms=40.0, loss_pct=0.5),
+)
+
 if __name__ == "__main__":
     prefix = f"h5g{os.getpid() % 1000}"
-    make_bundle(Path(sys.argv[1]), prefix=prefix, paths=FIXTURE_PATHS, hosts=("client",))
+    if len(sys.argv) == 4 and sys.argv[2] == "--crosscheck":
+        make_bundle(Path(sys.argv[1]), prefix=prefix, paths=CROSSCHECK_PATHS,
+                    duration=float(sys.argv[3]), hosts=("client",))  # fmt: skip
+    else:
+        make_bundle(Path(sys.argv[1]), prefix=prefix, paths=FIXTURE_PATHS, hosts=("client",))
