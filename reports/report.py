@@ -214,10 +214,12 @@ def render_markdown(report: Report, figures_dir: str = "figures") -> str:
     """The report as Markdown; figures linked (PNG) from FIGURES_DIR."""
     c = report.counts
     out = [
-        f"# Report: {report.results.name}\n",
-        f"{report.results.spec.get('description', '')}\n",
+        f"# Report: {report.results.name}\n\n",
+        f"{report.results.spec['description']}\n\n"
+        if report.results.spec.get("description")
+        else "",
         f"Results `{report.results.root}`, generated {report.generated}. Runs: {c['planned']}"
-        f" planned, {c['complete']} complete, {c['failed']} failed, {c['missing']} missing.\n",
+        f" planned, {c['complete']} complete, {c['failed']} failed, {c['missing']} missing.\n\n",
     ]
     out.append(
         _md_list(
@@ -253,7 +255,7 @@ def render_markdown(report: Report, figures_dir: str = "figures") -> str:
     warn = [{"run_id": w.run_id, "flag": w.flag, "detail": w.detail} for w in report.warnings]
     out.append(_md_list("Warnings", warn, ["run_id", "flag", "detail"]))
     out += [tb.to_markdown(t) + "\n" for t in report.tables]
-    out += [f"![{p.title}]({figures_dir}/{p.png.name})\n" for p in report.plots]
+    out += [f"![{p.title}]({figures_dir}/{p.png.name})\n\n" for p in report.plots]
     out.append(_md_list("Environment", report.environment, ["host", "item", "value"]))
     return "".join(out)
 

@@ -213,7 +213,7 @@ def pivot_tables(results: Results) -> list[Table]:
     import pandas as pd
 
     long = summary_long(results)
-    if long.empty:
+    if long.empty or not results.axes:  # one point: the summary table already says it all
         return []
     long = long.assign(
         point=[

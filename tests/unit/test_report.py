@@ -106,6 +106,13 @@ def test_pivot_tables_put_points_in_columns() -> None:
     ]
 
 
+def test_a_campaign_without_sweep_has_no_pivots() -> None:
+    hand = handmade()
+    flat = results.Results(hand.root, "flat", {}, (), hand.runs.drop(columns=[AXIS]))
+    assert [t.key for t in tb.all_tables(flat)] == ["summary", "paper", "runs"]
+    assert tb.paper_table(flat).display.values.tolist()[0] == ["-", "dsack", "2.0", "10.0", "37.50"]  # type: ignore[union-attr]
+
+
 def test_latex_is_booktabs_and_escaped() -> None:
     tex = tb.to_latex(tb.paper_table(handmade()))  # type: ignore[arg-type]
     assert tex.splitlines()[:7] == [
