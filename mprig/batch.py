@@ -1,61 +1,38 @@
 """Batches: many commands on one host in one SSH round trip, hosts in parallel.
 
 A run applies some sixty commands; one SSH call each costs a quarter second on a busy
-machine and more under VM emulation. The runner instead sends each host, per stage, a list
-of argv (JSON on stdin) to a small Python program (`python3 -c AGENT`; Ansible needs
-python3 on every host anyway) that runs them in order, stops at the first failure, starts
-background commands detached in their own process group, and answers with one JSON line
-per command: status, seconds, output. Every argv is still logged one by one in run.json.
+machine and far more under VM emulation. The runner instead sends each host, per stage, one
+bash script built here from the argv lists (each quoted with shlex): it runs them in order,
+stops at the first failure, starts background commands detached in their own session, and
+prints one line per command: index, status, start and end time, pid, base64 stdout and
+stderr. No interpreter starts on the host (a Python start costs a second under emulation).
+Every argv is still logged one by one in run.json.
 """
 
 from __future__ import annotations
 
-import json
+import base64
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mprig.errors import HostError
 from mprig.rig.host import Host
 
-AGENT = r"""
-import json, os, signal, subprocess, sys, time
-out = []
-for c in json.load(sys.stdin):
-    t0 = time.monotonic()
-    r = {"rc": 0, "out": "", "err": "", "pid": None}
-    try:
-        if c.get("log"):
-            f = open(c["log"], "wb")
-            p = subprocess.Popen(c["argv"], stdin=subprocess.DEVNULL, stdout=f,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
-            f.close()
-            r["pid"] = p.pid
-            with open(c["log"] + ".pid", "w") as f:
-                f.write(str(p.pid))
-        else:
-            p = subprocess.Popen(c["argv"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, start_new_session=True)
-            try:
-                o, e = p.communicate(timeout=c["timeout"])
-                r.update(rc=p.returncode, out=o.decode("utf-8", "replace"),
-                         err=e.decode("utf-8", "replace"))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
-                r.update(rc=-9, err="timed out after %s s" % c["timeout"])
-    except FileNotFoundError as e:
-        r.update(rc=127, err=str(e))
-    r["seconds"] = round(time.monotonic() - t0, 3)
-    out.append(r)
-    if r["rc"] != 0 and c.get("check", True):
-        break
-json.dump(out, sys.stdout)
-"""
+MARK = "@@mprig"
+KILLED = 137  # `timeout -s KILL` status: reported as -9
+PRELUDE = (
+    'D=$(mktemp -d "${TMPDIR:-/tmp}/mprig-batch.XXXXXX") || exit 99\n'
+    "trap 'rm -rf \"$D\"' EXIT\n"
+    'out() { printf "%s %s %s %s %s %s %s %s\\n" ' + MARK + ' "$1" "$2" "$3" "$EPOCHREALTIME" '
+    '"$4" "$(base64 -w0 < "$D/o")" "$(base64 -w0 < "$D/e")"; }\n'
+)
 
-# Background commands are children of the agent, which exits at once: they are reparented
-# to init and reaped there. `stop` signals the process group (pgid == pid).
+
+# Background commands lead their own session (pgid == pid): `stop` signals the group, waits
+# until its leader is gone (or a zombie), then KILLs whatever is left.
 STOP_SCRIPT = (
     'alive() { for p in "$@"; do s=$(sed "s/.*) //" "/proc/$p/stat" 2>/dev/null | cut -c1); '
     '[ -n "$s" ] && [ "$s" != Z ] && return 0; done; return 1; }; '
@@ -99,28 +76,66 @@ class Batch:
         self.by_host.setdefault(host, []).append(cmd)
 
 
+def script(cmds: Sequence[Cmd]) -> str:
+    """The bash program that runs cmds in order (see the module docstring)."""
+    lines = [PRELUDE]
+    for i, c in enumerate(cmds):
+        argv = shlex.join(c.argv)
+        if c.log:
+            log = shlex.quote(c.log)
+            pid = shlex.quote(f"{c.log}.pid")
+            lines.append(
+                f"t=$EPOCHREALTIME; setsid {argv} > {log} 2>&1 < /dev/null & p=$!; "
+                f'echo "$p" > {pid}; : > "$D/o"; : > "$D/e"; out {i} 0 "$t" "$p"\n'
+            )
+            continue
+        lines.append(
+            f't=$EPOCHREALTIME; timeout -s KILL {c.timeout:g} {argv} > "$D/o" 2> "$D/e" '
+            f'< /dev/null; rc=$?; out {i} "$rc" "$t" -\n'
+        )
+        if c.check:
+            lines.append('[ "$rc" -eq 0 ] || exit 0\n')
+    return "".join(lines)
+
+
+def parse(host: str, cmds: Sequence[Cmd], text: str) -> list[Done]:
+    """The script's answer lines, one Done per command that ran."""
+    done = []
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) != 8 or parts[0] != MARK:
+            continue
+        _, i, rc, start, end, pid, out, err = parts
+        code = int(rc)
+        done.append(
+            Done(
+                host=host,
+                cmd=cmds[int(i)],
+                returncode=-9 if code == KILLED else code,
+                stdout=_b64(out),
+                stderr=_b64(err),
+                seconds=round(float(end) - float(start), 3),
+                pid=int(pid) if pid.isdigit() else None,
+            )
+        )
+    return done
+
+
+def _b64(text: str) -> str:
+    return base64.b64decode(text).decode("utf-8", "replace")
+
+
 def run_on(host: Host, cmds: Sequence[Cmd]) -> list[Done]:
     """Run cmds in order on one host in one round trip (stops after the first failure)."""
     if not cmds:
         return []
-    payload = json.dumps([_wire(c) for c in cmds]).encode()
     budget = sum(c.timeout for c in cmds if c.log is None) + 30
-    r = host.run(["python3", "-I", "-S", "-c", AGENT], timeout=budget, check=False, input=payload)
-    if r.returncode != 0:
+    r = host.run(["bash", "-c", script(cmds)], timeout=budget, check=False)
+    done = parse(host.name, cmds, r.stdout)
+    if r.returncode != 0 or not done:
         err = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1]
-        raise HostError(host.name, f"command agent failed: {err}", transient=True)
-    try:
-        answers: list[dict[str, Any]] = json.loads(r.stdout)
-    except ValueError:
-        raise HostError(host.name, "command agent answered no JSON", transient=True) from None
-    return [
-        Done(host.name, c, a["rc"], a["out"], a["err"], a["seconds"], a["pid"])
-        for c, a in zip(cmds, answers, strict=False)
-    ]
-
-
-def _wire(c: Cmd) -> dict[str, Any]:
-    return {"argv": c.argv, "timeout": c.timeout, "log": c.log, "check": c.check}
+        raise HostError(host.name, f"command batch failed: {err}", transient=True)
+    return done
 
 
 T = TypeVar("T")
@@ -147,6 +162,6 @@ def run_batch(hosts: dict[str, Host], batch: Batch) -> dict[str, list[Done]]:
     return dict(zip(names, done, strict=True))
 
 
-def stop_argv(pids: Sequence[int], sig: str = "INT") -> list[str]:
+def stop_argv(pids: Sequence[int], sig: str = "TERM") -> list[str]:
     """Signal process groups, wait up to 5 s for them to exit, then KILL what is left."""
     return ["sh", "-c", STOP_SCRIPT, "mprig-stop", sig, *map(str, pids)]

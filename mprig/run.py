@@ -214,7 +214,7 @@ def _last_line(text: str) -> str:
 
 
 def stop_stage(a: Attempt, cmds: commands.RunCommands) -> dict[str, int]:
-    """Stop the background commands (INT: tcpdump writes its summary), take the after
+    """Stop the background commands (TERM: tcpdump writes its summary), take the after
     snapshots, remove the qdiscs, pack each host's files; returns tcpdump's kernel drops
     per host. (Remote files go at the next run's setup or the campaign's end.)"""
     b = Batch()

@@ -13,6 +13,7 @@ import pytest
 from mprig import batch, cmd_run, run
 from mprig.errors import RigBusy
 from mprig.progress import Reporter, fmt_duration
+from mprig.rig.host import Result
 
 
 def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
@@ -92,31 +93,44 @@ def test_summary_rows() -> None:
     assert cmd_run.summary_rows(rows) == [("mptcp", 27e6, 2, 0), ("tcp", 19e6, 1, 1)]
 
 
-def test_batch_agent_runs_commands_in_order_and_stops_at_failure(tmp_path: Path) -> None:
-    """The agent program itself, run locally (what SSH runs on each host)."""
+class LocalHost:
+    """A Host that runs argv on this machine (what SSH does on a rig host)."""
+
+    name = "local"
+
+    def run(self, argv: list[str], *, timeout: float = 30, check: bool = True,
+            input: bytes | None = None) -> Result:  # fmt: skip
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        return Result(tuple(argv), p.returncode, p.stdout, p.stderr, 0.0)
+
+
+def test_batch_runs_commands_in_order_and_stops_at_failure() -> None:
     cmds = [
-        {"argv": ["echo", "one"], "timeout": 5, "log": None, "check": True},
-        {"argv": ["sh", "-c", "echo two >&2; exit 3"], "timeout": 5, "log": None, "check": True},
-        {"argv": ["echo", "never"], "timeout": 5, "log": None, "check": True},
+        batch.Cmd(["echo", "one two"]),
+        batch.Cmd(["sh", "-c", "printf 'x\\ny' >&2; exit 3"]),
+        batch.Cmd(["echo", "never"]),
     ]
-    p = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", batch.AGENT], input=json.dumps(cmds),
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    out = json.loads(p.stdout)
-    assert [(r["rc"], r["out"], r["err"], r["pid"]) for r in out] == [
-        (0, "one\n", "", None),
-        (3, "", "two\n", None),
+    done = batch.run_on(LocalHost(), cmds)  # type: ignore[arg-type]
+    assert [(d.cmd, d.returncode, d.stdout, d.stderr, d.pid) for d in done] == [
+        (cmds[0], 0, "one two\n", "", None),
+        (cmds[1], 3, "", "x\ny", None),
     ]
 
 
-def test_batch_agent_timeout_and_missing_tool() -> None:
+def test_batch_timeout_missing_tool_and_background(tmp_path: Path) -> None:
+    log = tmp_path / "bg.log"
     cmds = [
-        {"argv": ["sleep", "5"], "timeout": 0.2, "log": None, "check": False},
-        {"argv": ["no-such-tool-h3"], "timeout": 5, "log": None, "check": False},
+        batch.Cmd(["sleep", "5"], timeout=0.2, check=False),
+        batch.Cmd(["no-such-tool-h3"], check=False),
+        batch.Cmd(["sh", "-c", "echo started; exec sleep 30"], log=str(log)),
+        batch.Cmd(["sh", "-c", 'until grep -q started "$1"; do sleep 0.01; done', "w", str(log)]),
     ]
-    p = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", batch.AGENT], input=json.dumps(cmds),
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert [r["rc"] for r in json.loads(p.stdout)] == [-9, 127]
+    done = batch.run_on(LocalHost(), cmds)  # type: ignore[arg-type]
+    assert [d.returncode for d in done] == [-9, 127, 0, 0]
+    pid = done[2].pid
+    assert pid is not None and (tmp_path / "bg.log.pid").read_text().strip() == str(pid)
+    assert os.getpgid(pid) == pid  # its own process group: stop signals the group
+    stop = batch.run_on(LocalHost(), [batch.Cmd(batch.stop_argv([pid]))])  # type: ignore[arg-type]
+    assert stop[0].returncode == 0
+    assert log.read_text() == "started\n"
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
