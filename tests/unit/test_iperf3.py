@@ -88,3 +88,13 @@ def test_bad_input(text: str, message: str) -> None:
     with pytest.raises(ParseError) as exc:
         parse_iperf3(text)
     assert str(exc.value) == message
+
+
+def test_stock_debian_kernel_61_under_mptcpize() -> None:
+    # Debian's 6.1 kernel in the VM rig, 3 s download over 4 + 2 Mbit/s netem paths: the
+    # sender's TCP_INFO retransmits (5) are the first subflow's only (tcp_info_scope)
+    assert summary("vm61_download_server.json") == (
+        "server", None, True, True, "TCP", 1, 3.0, 1795240527.0,
+        2355800, 6233344.942468632, 0, 0.0, 5, "cubic", "first_subflow", True,
+    )  # fmt: skip
+    assert summary("vm61_download_client.json")[10:12] == (1965956, 5240360.60938548)

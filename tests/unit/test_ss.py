@@ -106,3 +106,15 @@ def test_bad_input_names_the_line(text: str, message: str) -> None:
 def test_empty_output_is_an_empty_table() -> None:
     frame = parse_ss("# 1.0\n# 1.1\n")
     assert (len(frame), list(frame.columns), len(data_subflows(frame))) == (0, list(COLUMNS), 0)
+
+
+def test_stock_debian_kernel_61_output() -> None:
+    # ss from Debian's 6.1 kernel in the VM rig: cubic, integer minrtt, one empty sample
+    text = (CAPTURE.parent / "vm61_download_sender.txt").read_text()
+    summary = path_summary(per_path(data_subflows(parse_ss(text)), LINKS))
+    assert summary == {
+        "cell": {"srtt_ms": 75.5, "cwnd_mean": 28.0, "ssthresh_min": 28.0,
+                 "delivery_rate_bps_mean": 2503672.0, "retrans": None, "samples": 1.0},
+        "wifi": {"srtt_ms": 84.595, "cwnd_mean": 33.0, "ssthresh_min": 30.0,
+                 "delivery_rate_bps_mean": 3977488.0, "retrans": None, "samples": 1.0},
+    }  # fmt: skip
