@@ -29,6 +29,9 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
 
     part = Part()
     name = f"{info.receiver}.pcap"
+    if not info.mptcp:
+        part.metrics["warnings"] = [f"{name}: plain TCP run: the capture metrics need MPTCP"]
+        return part
     if not (info.bundle / name).is_file():
         if _captured(info):
             part.problems.append(f"{name}: missing")

@@ -202,7 +202,8 @@ def metrics_doc(
     row = id_row(info)
     row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS if m != "iperf3_bps"}
     row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
-    row |= path_columns(info, cap.get("path_throughput_bps"), ss_p.get("paths", {}))
+    throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
+    row |= path_columns(info, throughput, ss_p.get("paths", {}))
     return {
         "format": FORMAT,
         "run_id": info.run_id,
@@ -212,11 +213,25 @@ def metrics_doc(
         "subflows": cap.get("subflows"),
         "capture_warnings": cap.get("warnings", []),
         "capture_partial": cap.get("partial"),
+        "path_throughput_source": source,
         "ss_paths": ss_p.get("paths", {}),
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
         "nstat": nstat,
         **kernel_ofo(cap.get("receiver_ooo_packets"), nstat.get(info.receiver, {})),
     }
+
+
+def _path_throughput(
+    info: RunInfo, capture: dict[str, Any], ss_paths: dict[str, dict[str, float | None]]
+) -> tuple[dict[str, float] | None, str | None]:
+    """Per-path throughput: from the receiver's capture for MPTCP; for plain TCP (which the
+    MPTCP capture analysis does not cover) the sender's acknowledged-bytes rate from ss."""
+    if capture.get("path_throughput_bps") is not None:
+        return capture["path_throughput_bps"], "capture"
+    if not info.mptcp:
+        acked = {p: float(v["acked_bps"] or 0.0) for p, v in ss_paths.items() if v.get("acked_bps")}
+        return (acked, "ss") if acked else (None, None)
+    return None, None
 
 
 def path_columns(
@@ -255,10 +270,9 @@ def timeseries_frame(info: RunInfo, pieces: list[pd.DataFrame]) -> pd.DataFrame:
     recorded start (or its first sample)."""
     import pandas as pd
 
-    frame = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame()
-    for column in SERIES_COLUMNS:
-        if column not in frame.columns:
-            frame[column] = None
+    columns = {c: t for c, t in SERIES_COLUMNS.items() if c != "t"}
+    typed = [p.reindex(columns=list(columns)).astype(columns) for p in pieces if len(p)]
+    frame = pd.concat(typed, ignore_index=True) if typed else pd.DataFrame(columns=list(columns))
     start = info.start_time()
     if start is None and len(frame):
         start = float(frame["time"].min())

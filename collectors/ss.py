@@ -214,7 +214,8 @@ def per_path(subflows: pd.DataFrame, client_addrs: dict[str, str]) -> pd.DataFra
 
 
 def path_summary(subflows: pd.DataFrame) -> dict[str, dict[str, float | None]]:
-    """Per path: mean smoothed RTT (ms) and mean cwnd (segments) over the samples."""
+    """Per path: mean smoothed RTT (ms) and mean cwnd (segments) over the samples, and
+    more (docs/collect.md, `ss_paths`)."""
     out: dict[str, dict[str, float | None]] = {}
     for path, rows in subflows.dropna(subset=["path"]).groupby("path"):
         out[str(path)] = {
@@ -223,9 +224,23 @@ def path_summary(subflows: pd.DataFrame) -> dict[str, dict[str, float | None]]:
             "ssthresh_min": _mean(rows["ssthresh"].min()),
             "delivery_rate_bps_mean": _mean(rows["delivery_rate_bps"]),
             "retrans": _mean(rows["retrans"].max()),
+            "acked_bps": acked_bps(rows),
             "samples": float(len(rows)),
         }
     return out
+
+
+def acked_bps(rows: pd.DataFrame) -> float | None:
+    """Sender-side throughput: bytes newly acknowledged between a socket's first and last
+    sample, bits/s, summed over the sockets in `rows`; None with fewer than two samples."""
+    total, seen = 0.0, False
+    socket = ["local_port", "peer_addr", "peer_port"]
+    for _, sock in rows.dropna(subset=["bytes_acked"]).groupby(socket):
+        span = float(sock["time"].max() - sock["time"].min())
+        if span > 0:
+            acked = int(sock["bytes_acked"].max()) - int(sock["bytes_acked"].min())
+            total, seen = total + acked * 8 / span, True
+    return total if seen else None
 
 
 def _mean(values: object) -> float | None:

@@ -258,3 +258,22 @@ def test_campaign_dirs(tmp_path: Path) -> None:
     assert campaign_dirs(tmp_path / "a") == [tmp_path / "a"]
     with pytest.raises(UsageError):
         campaign_dirs(tmp_path / "notes")
+
+
+def test_plain_tcp_run_takes_path_throughput_from_ss(tmp_path: Path) -> None:
+    camp = tmp_path / "fx"
+    shutil.copytree(FIXTURE, camp / "tcp")
+    record = json.loads((camp / "tcp" / "run.json").read_text())
+    record["variant"] |= {"name": "tcp_wifi", "protocol": "tcp", "path": "wifi"}
+    (camp / "tcp" / "run.json").write_text(json.dumps(record))
+    outcome = collect_campaign(camp, Options())
+    doc = json.loads((camp / "tcp" / "metrics.json").read_text())
+    acked = {p: doc["ss_paths"][p]["acked_bps"] for p in ("wifi", "cell")}
+    got = outcome.runs[0].row
+    assert (outcome.problems, doc["path_throughput_source"], doc["capture_warnings"]) == (
+        [], "ss", ["client.pcap: plain TCP run: the capture metrics need MPTCP"]
+    )  # fmt: skip
+    assert {k: got[k] for k in got if k.endswith((".wifi", ".cell")) and "put" in k} == {
+        "throughput_bps.wifi": acked["wifi"], "throughput_bps.cell": acked["cell"],
+    }  # fmt: skip
+    assert (got["link_util.wifi"], got["ooo_ratio"]) == (acked["wifi"] / RATES["wifi"], None)

@@ -64,11 +64,13 @@ def test_path_summary_by_hand(frame: pd.DataFrame) -> None:
         "cell": {"srtt_ms": pytest.approx((1.929 + 12.444) / 2), "cwnd_mean": 21.0,
                  "ssthresh_min": 138.0,
                  "delivery_rate_bps_mean": (3936560 + 891076920) / 2,
-                 "retrans": 1.0, "samples": 2.0},
+                 "retrans": 1.0, "acked_bps": (25560 - 6472) * 8 / (T2 - T1),
+                 "samples": 2.0},
         "wifi": {"srtt_ms": pytest.approx((5.357 + 44.953) / 2), "cwnd_mean": 20.0,
                  "ssthresh_min": None,
                  "delivery_rate_bps_mean": (163154928 + 4037200) / 2,
-                 "retrans": 15.0, "samples": 2.0},
+                 "retrans": 15.0, "acked_bps": (46860 - 11360) * 8 / (T2 - T1),
+                 "samples": 2.0},
     }  # fmt: skip
 
 
@@ -114,7 +116,9 @@ def test_stock_debian_kernel_61_output() -> None:
     summary = path_summary(per_path(data_subflows(parse_ss(text)), LINKS))
     assert summary == {
         "cell": {"srtt_ms": 75.5, "cwnd_mean": 28.0, "ssthresh_min": 28.0,
-                 "delivery_rate_bps_mean": 2503672.0, "retrans": None, "samples": 1.0},
+                 "delivery_rate_bps_mean": 2503672.0, "retrans": None, "acked_bps": None,
+                 "samples": 1.0},
         "wifi": {"srtt_ms": 84.595, "cwnd_mean": 33.0, "ssthresh_min": 30.0,
-                 "delivery_rate_bps_mean": 3977488.0, "retrans": None, "samples": 1.0},
+                 "delivery_rate_bps_mean": 3977488.0, "retrans": None, "acked_bps": None,
+                 "samples": 1.0},
     }  # fmt: skip
