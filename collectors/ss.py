@@ -215,7 +215,7 @@ def per_path(subflows: pd.DataFrame, client_addrs: dict[str, str]) -> pd.DataFra
 
 def path_summary(subflows: pd.DataFrame) -> dict[str, dict[str, float | None]]:
     """Per path: mean smoothed RTT (ms) and mean cwnd (segments) over the samples, and
-    more (docs/collect.md, `ss_paths`)."""
+    more (docs/metrics.md, `ss_paths`)."""
     out: dict[str, dict[str, float | None]] = {}
     for path, rows in subflows.dropna(subset=["path"]).groupby("path"):
         out[str(path)] = {
