@@ -18,7 +18,8 @@ from reports import directions as dirs
 from reports.results import Results, point_label
 from reports.stats import bootstrap_ratio, mann_whitney_p
 
-IGNORED_SPEC_KEYS = ("description",)  # prose: changing it does not change the experiment
+# Keys that do not change the experiment: prose, and which paper numbers it is held to.
+IGNORED_SPEC_KEYS = ("description", "references")
 MIN_RUNS = 2  # complete runs per side and group; a median of one run has no interval
 
 
@@ -89,10 +90,19 @@ def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Com
     rows = []
     for metric in metrics:
         direction = dirs.direction_of(metric, table)
-        rows += [
-            _row(metric, str(key[0]), point, b[metric], c[metric], direction, tolerance)
-            for key, point, b, c in groups
-        ]
+        for key, point, b, c in groups:
+            nb, nc = int(b[metric].notna().sum()), int(c[metric].notna().sum())
+            if nb == nc == 0:  # not defined here (OOO metrics of a TCP variant)
+                continue
+            if min(nb, nc) == 0:
+                raise UsageError(
+                    f"metric {metric} of {key[0]} at {point_label(point)} has values in "
+                    f"{'current' if nc else 'baseline'} only; collect both result sets "
+                    "with the same mprig version"
+                )
+            rows.append(
+                _row(metric, str(key[0]), point, b[metric], c[metric], direction, tolerance)
+            )
     unjudged = sorted({r.metric for r in rows if r.verdict == "info"})
     if unjudged:
         notes.append(f"no direction declared, not judged: {', '.join(unjudged)}")
@@ -222,7 +232,7 @@ def _row(
     seed = zlib.crc32(f"{metric}|{variant}|{sorted(point.items())}".encode())
     ci = bootstrap_ratio(b, c, seed=seed)
     p = mann_whitney_p(b, c)
-    mb, mc = float(b.median()), float(c.median())
+    mb, mc = float(b.dropna().median()), float(c.dropna().median())
     verdict = judge(ci.ratio, ci.low, ci.high, direction, tol, mb, mc)
     return Row(
         metric,

@@ -34,6 +34,7 @@ class Synth:
     dropped: Sequence[str] = ()  # run ids planned but absent (a partial campaign)
     omit_metrics: Sequence[str] = ()  # metric columns left out of runs.parquet
     flags: dict[str, list[str]] = field(default_factory=dict)  # run id -> run.json flags
+    undefined: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> null metrics
     timeseries: bool = True
     references: Sequence[str] = ()
     available_cc: str = "reno cubic"
@@ -197,6 +198,7 @@ def write(root: Path, s: Synth | None = None) -> Path:
         values = _metrics(s, rng, p["variant"], p["point"][AXIS])
         if status != "complete":
             values = {k: None for k in values}
+        values.update({k: None for k in s.undefined.get(p["variant"], ())})
         rows.append(
             {
                 "campaign": s.name,

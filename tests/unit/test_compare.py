@@ -153,3 +153,20 @@ def test_not_a_results_directory(tmp_path: Path, capsys: pytest.CaptureFixture[s
         f"mprig: error: {tmp_path}/campaign.json: not found; "
         "is this a results directory of `mprig run`?"
     )
+
+
+def test_metrics_undefined_for_a_variant_are_skipped(tmp_path: Path) -> None:
+    """A TCP variant has no OOO metrics: its rows are left out, not an error."""
+    tcp = {"dsack": ("ooo_ratio", "ooo_max_bytes")}
+    a = rs.write(tmp_path / "a", rs.Synth(timeseries=False, undefined=tcp))
+    b = rs.write(tmp_path / "b", rs.Synth(timeseries=False, noise=2, undefined=tcp))
+    c = compare.compare(results.load(a), results.load(b))
+    assert sorted({r.variant for r in c.rows if r.metric == "ooo_ratio"}) == ["nopr"]
+    assert sorted({r.variant for r in c.rows if r.metric == "goodput_bps"}) == ["dsack", "nopr"]
+    only_base = rs.write(tmp_path / "c", rs.Synth(timeseries=False, noise=3))
+    with pytest.raises(UsageError) as e:
+        compare.compare(results.load(only_base), results.load(b))
+    assert str(e.value) == (
+        "metric ooo_max_bytes of dsack at wifi.distance_m=10 has values in baseline only; "
+        "collect both result sets with the same mprig version"
+    )
