@@ -1392,25 +1392,25 @@ static void read_pcap(state_t *st, rd_t *r, const uint8_t *hdr)
     }
 }
 
+/* Ticks of 10^-res (or 2^-res when the top bit is set) seconds to ns, clamped so that
+ * differences of two times never overflow. */
 static int64_t ticks_to_ns(uint64_t ticks, uint8_t res)
 {
+    const __uint128_t max = (__uint128_t)(INT64_MAX / 4);
+    __uint128_t v = ticks;
     if (res & 0x80) {
         unsigned e = res & 0x7f;
-        if (e > 63)
-            return 0;
-        return (int64_t)(((__uint128_t)ticks * 1000000000u) >> e);
-    }
-    if (res > 19)
-        return 0;
-    __uint128_t v = ticks;
-    if (res <= 9) {
+        v = e > 63 ? 0 : (v * 1000000000u) >> e;
+    } else if (res > 19) {
+        v = 0;
+    } else if (res <= 9) {
         for (unsigned i = res; i < 9; i++)
             v *= 10;
     } else {
         for (unsigned i = 9; i < res; i++)
             v /= 10;
     }
-    return (int64_t)(uint64_t)v;
+    return (int64_t)(v > max ? max : v);
 }
 
 static void pcapng_idb(state_t *st, const uint8_t *b, uint32_t blen, int swap, iface_t *ifs,
@@ -1443,7 +1443,7 @@ static void pcapng_epb(state_t *st, const uint8_t *b, uint32_t blen, int swap,
     }
     uint32_t ifid = u32e(b + 8, swap), caplen = u32e(b + 20, swap);
     uint64_t ticks = ((uint64_t)u32e(b + 12, swap) << 32) | u32e(b + 16, swap);
-    if ((int)ifid >= nif || caplen > blen - 32) {
+    if (ifid >= (uint32_t)nif || caplen > blen - 32) {
         warn(st, "pcapng packet block: bad interface %u or length %u", ifid, caplen);
         return;
     }

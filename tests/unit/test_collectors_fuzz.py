@@ -100,3 +100,18 @@ def test_core_never_crashes_on_random_bytes_after_a_header(worker: Worker, data:
     ng = FIX.joinpath("reorder_two_subflows.pcapng").read_bytes()[:28]
     assert worker.run(pcap + data) in ("ok", "error")
     assert worker.run(ng + data) in ("ok", "error")
+
+
+def test_core_survives_found_crashers(worker: Worker) -> None:
+    """Inputs that once crashed the core (found by an AddressSanitizer build)."""
+    ng = bytearray(FIX.joinpath("reorder_two_subflows.pcapng").read_bytes())
+    shb = int.from_bytes(ng[4:8], "little")
+    idb0 = int.from_bytes(ng[shb + 4 : shb + 8], "little")
+    idb1 = int.from_bytes(ng[shb + idb0 + 4 : shb + idb0 + 8], "little")
+    epb = shb + idb0 + idb1
+    bad_iface = bytearray(ng)
+    bad_iface[epb + 8 : epb + 12] = (0x80000000).to_bytes(4, "little")  # negative as int
+    huge_time = bytearray(ng)
+    huge_time[epb + 12 : epb + 20] = b"\xff" * 8  # timestamp beyond int64 nanoseconds
+    assert worker.run(bytes(bad_iface)) == "ok"
+    assert worker.run(bytes(huge_time)) == "ok"
