@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 
@@ -99,7 +99,12 @@ class Sub:
     ) -> Packet:
         v6 = ":" in self.client
         src, dst = (self.server, self.client) if from_server else (self.client, self.server)
-        ip = IPv6(src=src, dst=dst) if v6 else IP(src=src, dst=dst, id=0)
+        if not v6:
+            ip: Packet = IP(src=src, dst=dst, id=0)
+        elif size:  # IPv6 data carries a hop-by-hop header, which the reader must skip
+            ip = IPv6(src=src, dst=dst) / IPv6ExtHdrHopByHop()
+        else:
+            ip = IPv6(src=src, dst=dst)
         tcp = TCP(
             sport=self.sport if from_server else self.cport,
             dport=self.cport if from_server else self.sport,
@@ -348,16 +353,43 @@ def _block(btype: int, body: bytes) -> bytes:
 
 
 def write_pcapng(path: Path, recs: list[tuple[int, bytes]]) -> None:
-    """Two interfaces: Ethernet in microseconds (unused) and Ethernet in nanoseconds."""
+    """Two interfaces: Linux SLL2 in microseconds (the handshakes, first 6 packets) and
+    Ethernet in nanoseconds (the rest), as a capture on two different links would be."""
     shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
     tsresol_ns = struct.pack("<HHB3x", 9, 1, 9) + struct.pack("<HH", 0, 0)
-    idb0 = _block(1, struct.pack("<HHI", 1, 0, 65535))
+    idb0 = _block(1, struct.pack("<HHI", 276, 0, 65535))
     idb1 = _block(1, struct.pack("<HHI", 1, 0, 65535) + tsresol_ns)
+    sll2 = to_sll2(recs[:6])
     epbs = [
+        _block(
+            6,
+            struct.pack("<IIIII", 0, (t // 1000) >> 32, (t // 1000) & 0xFFFFFFFF, len(d), len(d))
+            + d,
+        )
+        for t, d in sll2
+    ] + [
         _block(6, struct.pack("<IIIII", 1, t >> 32, t & 0xFFFFFFFF, len(d), len(d)) + d)
-        for t, d in recs
+        for t, d in recs[6:]
     ]
     path.write_bytes(shb + idb0 + idb1 + b"".join(epbs))
+
+
+def write_pcap_big_endian(path: Path, recs: list[tuple[int, bytes]]) -> None:
+    out = [struct.pack(">IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for t_ns, data in recs:
+        sec, rest = divmod(t_ns, 10**9)
+        out.append(struct.pack(">IIII", sec, rest // 1000, len(data), len(data)) + data)
+    path.write_bytes(b"".join(out))
+
+
+def to_raw_ip(recs: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Strip the Ethernet header (DLT_RAW)."""
+    return [(t, d[14:]) for t, d in recs]
+
+
+def to_vlan(recs: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Insert an 802.1Q tag (VLAN 42) after the MAC addresses."""
+    return [(t, d[:12] + b"\x81\x00\x00\x2a" + d[12:]) for t, d in recs]
 
 
 def to_sll2(recs: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
@@ -400,6 +432,9 @@ def main() -> None:
     write_pcapng(OUT / "reorder_two_subflows.pcapng", recs)
     write_pcap(OUT / "reorder_two_subflows_sll2.pcap", to_sll2(recs), linktype=276)
     write_pcap(OUT / "reorder_two_subflows_snaplen64.pcap", recs, snaplen=64)
+    write_pcap_big_endian(OUT / "reorder_two_subflows_be.pcap", recs)
+    write_pcap(OUT / "reorder_two_subflows_rawip.pcap", to_raw_ip(recs), linktype=101)
+    write_pcap(OUT / "reorder_two_subflows_vlan.pcap", to_vlan(recs))
     missing = _records(reorder_two_subflows())[6:]
     write_pcap(OUT / "missing_handshake.pcap", missing)
     back = list(recs)

@@ -69,6 +69,9 @@ REORDER_FILES = [
     "reorder_two_subflows_ns.pcap",
     "reorder_two_subflows.pcapng",
     "reorder_two_subflows_sll2.pcap",
+    "reorder_two_subflows_be.pcap",
+    "reorder_two_subflows_rawip.pcap",
+    "reorder_two_subflows_vlan.pcap",
     "noise_and_reorder.pcap",
 ]
 
