@@ -155,8 +155,13 @@ def trend_figure(history: pd.DataFrame, out: Path) -> Path | None:
     shown = [m for m in TREND_METRICS if (history["metric"] == m).any()]
     if not shown:
         return None
-    fig = Figure(figsize=(6.4 * len(shown), 3.8), layout="constrained")
-    for ax, metric in zip(fig.subplots(1, len(shown), squeeze=False)[0], shown, strict=True):
+    ncols = min(2, len(shown))
+    nrows = -(-len(shown) // ncols)
+    fig = Figure(figsize=(6.4 * ncols, 3.8 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).flatten()
+    for ax in axes[len(shown) :]:
+        ax.set_visible(False)
+    for ax, metric in zip(axes, shown, strict=False):
         part = history[history["metric"] == metric]
         for (variant, point), g in part.groupby(["variant", "point"], sort=True):
             label = f"{variant} {point}" if point != "-" else str(variant)
