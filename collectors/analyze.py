@@ -161,6 +161,24 @@ class ConnectionAnalysis:
             a["dlv_pkts"].astype(np.uint64), a["dlv_bytes"], a["ooo_bytes"], self.k_block
         )
 
+    def kblocks(self) -> pd.DataFrame:
+        """One row per completed block of k_block contiguous packets (seed 001's measure):
+        completion time, receive buffer needed, goodput since the previous block."""
+        import pandas as pd
+
+        a = self.arrivals
+        ends, need = metrics.k_blocks(
+            a["dlv_pkts"].astype(np.uint64), a["dlv_bytes"], a["ooo_bytes"], self.k_block
+        )
+        t = self._times(a["t_ns"])
+        return pd.DataFrame(
+            {
+                "t_s": t[ends.astype(np.int64)],
+                "rcvbuf_bytes": need,
+                "goodput_bps": metrics.block_goodput_bps(t, a["dlv_bytes"], ends, 0.0),
+            }
+        )
+
     def _occupancy_mean(self) -> float:
         a = self.arrivals
         return metrics.time_weighted_mean(

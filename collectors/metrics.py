@@ -66,24 +66,46 @@ def binned_level_max(
     return np.maximum(out, carried)
 
 
-def k_block_buffer(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> U64:
-    """Receive buffer (bytes) needed to complete each block of k contiguous packets.
+def k_blocks(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> tuple[U64, U64]:
+    """Blocks of k contiguous packets: the arrival completing each, and the receive buffer
+    (bytes) needed to complete it.
 
     The application reads only whole blocks: in-order data waits in the buffer until k
     packets are contiguous, then every complete packet is read. The buffer needed for a block
     is the largest sum of unread in-order bytes and out-of-order bytes from the arrival after
     the previous read up to the arrival that completes the block (seed 001, section IV).
     """
-    out: list[int] = []
-    start, read_pkts, read_bytes, n = 0, 0, 0, len(dlv_pkts)
+    held_all = dlv_bytes + ooo_bytes  # minus the bytes read so far, per block below
+    ends: list[int] = []
+    need: list[int] = []
+    start, read_pkts, read_bytes, n = 0, np.uint64(0), np.uint64(0), len(dlv_pkts)
     while start < n:
-        done = int(np.searchsorted(dlv_pkts, read_pkts + k, side="left"))
+        done = int(np.searchsorted(dlv_pkts, read_pkts + np.uint64(k), side="left"))
         if done >= n:
             break
-        held = dlv_bytes[start : done + 1] - np.uint64(read_bytes) + ooo_bytes[start : done + 1]
-        out.append(int(held.max()))
-        read_pkts, read_bytes, start = int(dlv_pkts[done]), int(dlv_bytes[done]), done + 1
-    return np.asarray(out, dtype=np.uint64)
+        ends.append(done)
+        need.append(int(held_all[start : done + 1].max() - read_bytes))
+        read_pkts, read_bytes, start = dlv_pkts[done], dlv_bytes[done], done + 1
+    return np.asarray(ends, dtype=np.uint64), np.asarray(need, dtype=np.uint64)
+
+
+def k_block_buffer(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> U64:
+    """Receive buffer (bytes) needed to complete each block of k contiguous packets."""
+    return k_blocks(dlv_pkts, dlv_bytes, ooo_bytes, k)[1]
+
+
+def block_goodput_bps(t: F64, dlv_bytes: U64, ends: U64, t0: float) -> F64:
+    """Goodput of each block: bytes delivered since the previous block over the time since."""
+    if len(ends) == 0:
+        return np.zeros(0, dtype=np.float64)
+    idx = ends.astype(np.int64)
+    t_end = t[idx]
+    t_prev = np.concatenate([[t0], t_end[:-1]])
+    b_end = dlv_bytes[idx].astype(np.float64)
+    b_prev = np.concatenate([[0.0], b_end[:-1]])
+    dt = t_end - t_prev
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(dt > 0, (b_end - b_prev) * 8 / dt, np.nan), dtype=np.float64)
 
 
 def link_utilisation(

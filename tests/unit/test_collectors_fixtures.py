@@ -126,6 +126,16 @@ def test_reordering_timeseries_and_occupancy() -> None:
     assert occ["subflow"].tolist() == [0, 0, 0, 1, 1, 0, 1]
 
 
+def test_k_blocks_series() -> None:
+    (conn,) = analyze_pcap(HERE / "reorder_two_subflows.pcap", k_block=3).connections
+    kb = conn.kblocks()
+    # Block 1 completes with P2 at 0.13 s (4000 B delivered, 0.03 s after the first data),
+    # block 2 with P6 at 0.16 s (3000 B more in 0.03 s).
+    assert kb["t_s"].tolist() == pytest.approx([0.03, 0.06])
+    assert kb["rcvbuf_bytes"].tolist() == [4000, 3000]
+    assert kb["goodput_bps"].tolist() == pytest.approx([4000 * 8 / 0.03, 3000 * 8 / 0.03])
+
+
 def test_link_utilisation_by_subflow_address() -> None:
     (conn,) = analyze_pcap(HERE / "reorder_two_subflows.pcap").connections
     util = conn.link_utilisation({"10.0.1.2": 1e6, "10.0.2.2": 2e6, "192.0.2.1": 1e6})
