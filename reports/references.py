@@ -353,20 +353,35 @@ def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> tu
     return value, n
 
 
+def _check_requires(results: Results, ref: Reference) -> str:
+    """Raise when a required congestion control is missing; returns a hint when the hosts'
+    facts do not say which ones are available."""
+    if not ref.requires.congestion_control:
+        return ""
+    wanted = " or ".join(ref.requires.congestion_control)
+    coupled = "coupled " if set(ref.requires.congestion_control) & COUPLED_CC else ""
+    available, kernels = _available_cc(results)
+    if available is None:
+        return (
+            f"; needs {coupled}congestion control ({wanted}), and run.json does not "
+            "record net.ipv4.tcp_available_congestion_control"
+        )
+    if not available & set(ref.requires.congestion_control):
+        raise NotComparable(
+            f"{coupled}congestion control ({wanted}) not available on this kernel "
+            f"({kernels}); available: {' '.join(sorted(available))}"
+        )
+    return ""
+
+
 def _ours(results: Results, facts: pd.DataFrame, ref: Reference) -> tuple[float, int]:
-    if ref.requires.congestion_control:
-        available, kernels = _available_cc(results)
-        if available is not None and not available & set(ref.requires.congestion_control):
-            wanted = " or ".join(ref.requires.congestion_control)
-            coupled = "coupled " if set(ref.requires.congestion_control) & COUPLED_CC else ""
-            raise NotComparable(
-                f"{coupled}congestion control ({wanted}) not available on this kernel "
-                f"({kernels}); "
-                f"available: {' '.join(sorted(available))}"
-            )
+    hint = _check_requires(results, ref)
     if ref.metric not in facts.columns:
         raise NotComparable(f"metric {ref.metric} missing: not collected for this campaign")
-    value, n = _side(facts, ref.conditions, ref)
+    try:
+        value, n = _side(facts, ref.conditions, ref)
+    except NotComparable as e:
+        raise NotComparable(f"{e}{hint}") from e
     if ref.relative_to is None:
         return value, n
     base, nb = _side(facts, ref.relative_to, ref)

@@ -37,7 +37,7 @@ class Synth:
     undefined: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> null metrics
     timeseries: bool = True
     references: Sequence[str] = ()
-    available_cc: str = "reno cubic"
+    available_cc: str | None = "reno cubic"  # None: not recorded in run.json
 
 
 def spec(s: Synth) -> Campaign:
@@ -135,7 +135,9 @@ def _run_json(s: Synth, p: dict[str, Any], status: str, campaign: Campaign) -> d
         "hosts": {
             h: {
                 "kernel": "6.1.0-56-amd64",
-                "sysctls": {"net.ipv4.tcp_available_congestion_control": s.available_cc},
+                "sysctls": {}
+                if s.available_cc is None
+                else {"net.ipv4.tcp_available_congestion_control": s.available_cc},
                 "tools": {"iperf3": "3.12", "tcpdump": "4.99.3"},
             }
             for h in ("client", "server")

@@ -142,6 +142,16 @@ def test_not_comparable_says_why(synth: results.Results, ref_id: str, reason: st
     assert (c.verdict, c.reason, c.ours) == ("not comparable", reason, None)
 
 
+def test_unrecorded_congestion_controls_give_a_hint(tmp_path: Path) -> None:
+    res = results.load(rs.write(tmp_path / "r", rs.Synth(timeseries=False, available_cc=None)))
+    c = checks(res, ["003-t3-s1-nopr-co"])["003-t3-s1-nopr-co"]
+    assert c.reason == (
+        "no run matches conditions (distance_m=10, recovery=nopr, cc=lia); needs coupled "
+        "congestion control (lia), and run.json does not record "
+        "net.ipv4.tcp_available_congestion_control"
+    )
+
+
 def test_relative_gain_and_bounds(synth: results.Results) -> None:
     done = synth.complete
     far = done[done["param.paths.wifi.distance_m"] > 50]
