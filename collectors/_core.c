@@ -178,7 +178,7 @@ typedef struct {
     uint64_t q_bytes, q_pkts;
     rlist_t runs;    /* delivered ranges with the subflow that delivered them (reinjection) */
     buf_t arr, pkts;
-    uint64_t dlv_bytes, dlv_pkts, ooo_pkts, dup_pkts, dup_bytes, reinj_bytes;
+    uint64_t dlv_bytes, dlv_pkts, ooo_pkts, ooo_arrivals, dup_pkts, dup_bytes, reinj_bytes;
     uint64_t ooo_max_bytes, ooo_max_pkts, data_fin, fallback, map_count, csum_maps;
 } dir_t;
 
@@ -653,6 +653,8 @@ static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s
         h->reinj_bytes += o;
         s = d->rcv_nxt;
     }
+    if (s > d->rcv_nxt)
+        d->ooo_arrivals++; /* what the kernel's MPTcpExtOFOQueue counts, duplicates included */
     pieces_t pc;
     uncovered(d, s, e, sf, &pc);
     d->dup_bytes += pc.covered;
@@ -1659,6 +1661,7 @@ static int dir_dict(PyObject *o, const state_t *st, const conn_t *c, int side)
     SET(o, "delivered_bytes", U64(d->dlv_bytes));
     SET(o, "delivered_packets", U64(d->dlv_pkts));
     SET(o, "ooo_packets", U64(d->ooo_pkts));
+    SET(o, "ooo_arrivals", U64(d->ooo_arrivals));
     SET(o, "ooo_max_bytes", U64(d->ooo_max_bytes));
     SET(o, "ooo_max_packets", U64(d->ooo_max_pkts));
     SET(o, "ooo_end_bytes", U64(d->q_bytes));

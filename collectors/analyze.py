@@ -193,6 +193,7 @@ class ConnectionAnalysis:
             "bytes": sum(s.bytes for s in sfs),
             "delivered_bytes": int(r["delivered_bytes"]),
             "ooo_packets": int(r["ooo_packets"]),
+            "ooo_arrivals": int(r["ooo_arrivals"]),
             "ooo_ratio": metrics.ratio(int(r["ooo_packets"]), nondup),
             "ooo_max_bytes": int(r["ooo_max_bytes"]),
             "ooo_max_packets": int(r["ooo_max_packets"]),
