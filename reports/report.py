@@ -260,10 +260,26 @@ def render_markdown(report: Report, figures_dir: str = "figures") -> str:
     return "".join(out)
 
 
+def references_table(checks: list[Check]) -> tb.Table:
+    """Ours next to the paper's, as a table (LaTeX output)."""
+    import pandas as pd
+
+    rows = check_rows(checks)
+    columns = ["id", "source", "paper_value", "ours", "unit", "difference", "verdict"]
+    display = pd.DataFrame(
+        [[r[c] if c != "paper_value" else r["bound"] + r[c] for c in columns] for r in rows],
+        columns=columns,
+    )
+    return tb.Table(
+        "references", "Paper references: ours next to the paper's", pd.DataFrame(rows), display
+    )
+
+
 def render_latex(report: Report) -> str:
     """Every table as a booktabs table, ready to \\input{}."""
     header = f"% mprig report of {report.results.name}; needs \\usepackage{{booktabs}}\n"
-    return header + "\n".join(tb.to_latex(t) for t in report.tables)
+    tables = ([references_table(report.checks)] if report.checks else []) + report.tables
+    return header + "\n".join(tb.to_latex(t) for t in tables)
 
 
 def parse_formats(text: str) -> list[str]:

@@ -202,6 +202,24 @@ def test_report_lists_missing_failed_flagged_and_references(partial: Path) -> No
     ] == [1, 1, 1, 1]
 
 
+def test_latex_report_starts_with_the_references(partial: Path) -> None:
+    from reports import references
+
+    loaded = results.load(partial)
+    tex = report.render_latex(report.build(loaded, [], references.load_for(loaded)))
+    lines = tex.splitlines()
+    assert lines[:6] == [
+        r"% mprig report of synth; needs \usepackage{booktabs}",
+        r"\begin{table}[htbp]",
+        r"\centering",
+        r"\caption{Paper references: ours next to the paper's}",
+        r"\begin{tabular}{llrrrrr}",
+        r"\toprule",
+    ]
+    assert lines[6] == r"id & source & paper\_value & ours & unit & difference & verdict \\"
+    assert lines[8].startswith(r"000-t3-50m-nopr-lu & Table III & 12.26 & ")
+
+
 def test_environment_and_warnings(partial: Path) -> None:
     loaded = results.load(partial)
     env = {(e["host"], e["item"]): e["value"] for e in report.environment(loaded)}
