@@ -125,7 +125,8 @@ def collect_run(directory: Path, options: Options, *, force: bool = False) -> Ru
         info = RunInfo(directory, bundles.read_record(directory))
     except ValueError as e:
         row = {"run_id": directory.name, "campaign": directory.parent.name, "status": "corrupt"}
-        return RunOutcome(directory.name, row, [str(e)])
+        message = str(e).replace(str(directory / bundles.RUN_JSON), bundles.RUN_JSON)
+        return RunOutcome(directory.name, row, [f"{directory.name}/{message}"])
     if info.status != "complete":
         return RunOutcome(info.run_id, id_row(info))
     inputs = _inputs(info, options)
