@@ -242,6 +242,24 @@ def _derived(
     }
 
 
+PATH_FIELDS = ("distance_m", "wifi_standard", "kind")  # path-level facts
+DIRECTION_FIELDS = ("rate_mbit", "delay_ms", "jitter_ms", "loss_pct")  # of the down direction
+
+
+def _path_facts(paths: list[dict[str, Any]]) -> dict[str, Any]:
+    """`path.<name>.<field>` for fixed path settings (a condition on distance_m matches
+    them when no sweep axis names it)."""
+    out = {}
+    for p in paths:
+        for key in PATH_FIELDS:
+            if p.get(key) is not None:
+                out[f"path.{p['name']}.{key}"] = p[key]
+        for key in DIRECTION_FIELDS:
+            if (p.get("down") or {}).get(key) is not None:
+                out[f"path.{p['name']}.{key}"] = p["down"][key]
+    return out
+
+
 def _facts(results: Results) -> pd.DataFrame:
     """Runs with the variant's fields (cc, recovery, ...) as columns, as applied per run,
     and derived facts: path_kinds, rcvbuf_rule_bytes."""
@@ -253,7 +271,8 @@ def _facts(results: Results) -> pd.DataFrame:
         bundle = results.bundles.get(str(run_id), {})
         variant = bundle.get("variant") or spec_variants.get(name, {})
         paths = bundle.get("paths") or list(results.spec.get("paths", []))
-        for key, value in {**variant, **_derived(variant, paths, direction)}.items():
+        facts = {**variant, **_derived(variant, paths, direction), **_path_facts(paths)}
+        for key, value in facts.items():
             if key != "name" and not isinstance(value, dict | list):
                 fields.setdefault(key, [None] * len(frame))[i] = value
     for key, values in fields.items():
@@ -267,7 +286,13 @@ def _columns_for(key: str, facts: pd.DataFrame) -> list[str]:
         return [key]
     params = [c for c in facts.columns if c.startswith("param.")]
     exact = [c for c in params if c == f"param.{key}" or short_axis(c) == key]
-    return exact or [c for c in params if c.endswith(f".{key}")]
+    suffix = [c for c in params if c.endswith(f".{key}")]
+    fixed = [c for c in facts.columns if c.startswith("path.") and c.endswith(f".{key}")]
+    return exact or suffix or fixed
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _matches(value: Any, cond: Any) -> bool:
@@ -296,7 +321,12 @@ def match(facts: pd.DataFrame, conditions: dict[str, Any]) -> pd.DataFrame:
         if not cols:
             raise KeyError(key)
         for col in cols:
-            mask = [m and _matches(v, cond) for m, v in zip(mask, facts[col], strict=True)]
+            # a path fact absent on this run's path does not constrain it
+            loose = col.startswith("path.")
+            mask = [
+                m and ((loose and _absent(v)) or _matches(v, cond))
+                for m, v in zip(mask, facts[col], strict=True)
+            ]
     return facts[mask]
 
 
@@ -339,7 +369,7 @@ def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> tu
         rows = match(facts, conditions)
     except KeyError as e:
         raise NotComparable(
-            f"condition {e.args[0]!r} is neither a sweep axis nor a variant field here"
+            f"condition {e.args[0]!r} is neither a sweep axis nor a variant or path field here"
         ) from e
     if rows.empty:
         raise NotComparable(f"no run matches conditions ({_describe(conditions)})")
@@ -415,16 +445,9 @@ def check(results: Results, entries: dict[str, Entry], ids: list[str] | None = N
     for ref_id in ids:
         entry = entries.get(ref_id)
         if entry is None:
-            out.append(
-                Check(
-                    ref_id,
-                    None,
-                    None,
-                    0,
-                    "not comparable",
-                    "no such reference in reports/references",
-                )
-            )
+            what = "no reference id matches" if set("*?[") & set(ref_id) else "no such reference"
+            reason = f"{what} in reports/references"
+            out.append(Check(ref_id, None, None, 0, "not comparable", reason))
             continue
         try:
             ours, n = _ours(results, facts, entry.ref)

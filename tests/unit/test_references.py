@@ -131,15 +131,30 @@ def test_value_within_and_outside(synth: results.Results) -> None:
         ),
         (
             "000-t1-linux-0ms",
-            "condition 'delay_ms' is neither a sweep axis nor a variant field here",
+            "no run matches conditions (delay_ms=0, protocol=mptcp, recovery=dsack)",
+        ),
+        (
+            "004-f6c-symmetric",
+            "condition 'mechanisms' is neither a sweep axis nor a variant or path field here",
         ),
         ("002-a-rbpm-packets", "metric goodput_pps missing: not collected for this campaign"),
         ("no-such-ref", "no such reference in reports/references"),
+        ("003-text-s2-*", "no reference id matches in reports/references"),
     ],
 )
 def test_not_comparable_says_why(synth: results.Results, ref_id: str, reason: str) -> None:
     c = checks(synth, [ref_id])[ref_id]
     assert (c.verdict, c.reason, c.ours) == ("not comparable", reason, None)
+
+
+def test_fixed_path_settings_match_when_not_swept(synth: results.Results) -> None:
+    """The synthetic wifi path is 11g with a 5 ms delay: conditions on them match its runs
+    (the cellular path has no wifi_standard, so it does not constrain)."""
+    facts = refs._facts(synth)
+    assert len(refs.match(facts, {"wifi_standard": "11g", "variant": "nopr"})) == 15
+    assert len(refs.match(facts, {"wifi_standard": "11b"})) == 0
+    assert len(refs.match(facts, {"delay_ms": [5, 30]})) == 30
+    assert len(refs.match(facts, {"delay_ms": 5})) == 0  # the cellular path has 30 ms
 
 
 def test_unrecorded_congestion_controls_give_a_hint(tmp_path: Path) -> None:
