@@ -882,7 +882,22 @@ static void conn_add_sf(state_t *st, int32_t ci, int32_t si)
     c->sfs[c->nsf++] = si;
 }
 
-static int32_t new_subflow(state_t *st, const fkey_t *k)
+/* Points an existing key at another value (a 4-tuple reused by a new connection). */
+static void fmap_set(state_t *st, const fkey_t *k, int32_t v)
+{
+    size_t mask = st->fm.cap - 1, i = key_hash(k) & mask;
+    fkey_t tmp;
+    while (st->fm.slot[i] >= 0) {
+        if (key_eq(slot_key(st, st->fm.slot[i], &tmp), k)) {
+            st->fm.slot[i] = v;
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* Subflow record for key k; `reuse` re-points the key's existing hash entries to it. */
+static int32_t new_subflow_ex(state_t *st, const fkey_t *k, int reuse)
 {
     if (st->nsf == st->capsf) {
         size_t cap = st->capsf ? st->capsf * 2 : 64;
@@ -899,9 +914,22 @@ static int32_t new_subflow(state_t *st, const fkey_t *k)
     int32_t si = (int32_t)st->nsf++;
     fkey_t r;
     key_reverse(k, &r);
-    if (fmap_put(st, k, si * 2) || fmap_put(st, &r, si * 2 + 1))
+    if (reuse) {
+        fmap_set(st, k, si * 2);
+        fmap_set(st, &r, si * 2 + 1);
+    } else if (fmap_put(st, k, si * 2) || fmap_put(st, &r, si * 2 + 1)) {
         return -1;
+    }
     return si;
+}
+
+static int32_t new_subflow(state_t *st, const fkey_t *k) { return new_subflow_ex(st, k, 0); }
+
+/* A SYN with a new ISN on a 4-tuple whose previous connection ended (FIN or RST). */
+static int reused_tuple(const subflow_t *s, const tcpinfo_t *ti, int dir)
+{
+    int ended = s->h[0].fin || s->h[0].rst || s->h[1].fin || s->h[1].rst;
+    return ended && !(dir == 0 && s->h[0].have_isn && s->h[0].isn == ti->seq);
 }
 
 static void set_key(state_t *st, conn_t *c, int32_t ci, int side, uint64_t key)
@@ -1092,6 +1120,13 @@ static void on_tcp(state_t *st, tcpinfo_t *ti, int64_t t)
         v *= 2;
         if (!syn || ack)
             st->sf[v >> 1].missing_hs = 1;
+    } else if (syn && !ack && reused_tuple(&st->sf[v >> 1], ti, v & 1)) {
+        v = new_subflow_ex(st, &ti->key, 1);
+        if (v < 0) {
+            st->oom = 1;
+            return;
+        }
+        v *= 2;
     }
     int32_t si = v >> 1;
     int dir = v & 1;

@@ -295,6 +295,29 @@ def both_directions_mpc_data() -> Scenario:
     return sc
 
 
+def port_reuse() -> Scenario:
+    """Two MPTCP connections one after the other on the same 4-tuple: the first sends one
+    segment and closes with FIN; the second (new keys, new ISNs) sends two."""
+    sc, s = Scenario(), Sub(CLIENT1, SERVER, 40001)
+    handshake_v1(sc, s)
+    _, i = token_idsn(KEY_SERVER, 1)
+    sc.at(0.10, down(s, 1, i + 1))
+    sc.at(0.11, s.pkt(True, "FA", s.isn_s + 1001, s.isn_c + 1, dss(i + 1001, 0, 1, fin=True)))
+    sc.at(0.12, s.pkt(False, "FA", s.isn_c + 1, s.isn_s + 1002, None))
+    s2 = Sub(CLIENT1, SERVER, 40001, isn_c=90000, isn_s=123456)
+    key2 = KEY_SERVER + 1
+    for t, p in [
+        (1.000, s2.pkt(False, "S", s2.isn_c, 0, mpc(1))),
+        (1.001, s2.pkt(True, "SA", s2.isn_s, s2.isn_c + 1, mpc(1, key2))),
+        (1.002, s2.pkt(False, "A", s2.isn_c + 1, s2.isn_s + 1, mpc(1, KEY_CLIENT, key2))),
+    ]:
+        sc.at(t, p)
+    _, i2 = token_idsn(key2, 1)
+    sc.at(1.10, down(s2, 1001, i2 + 1001))
+    sc.at(1.11, down(s2, 1, i2 + 1))
+    return sc
+
+
 def noise_and_reorder() -> Scenario:
     """reorder_two_subflows with ARP, UDP and ICMP-free noise around it."""
     sc = reorder_two_subflows()
@@ -417,6 +440,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         fallback_infinite_mapping,
         ipv6_subflow,
         both_directions_mpc_data,
+        port_reuse,
         noise_and_reorder,
         plain_tcp,
     )

@@ -228,3 +228,14 @@ def test_both_directions_and_mp_capable_with_data() -> None:
     assert up["mptcp_options"]["mappings"] == 2
     assert (down["connection"], counts(down)) == (S0, (1, 300, 300, 0, 0, 0, 0, 0, 0, 0))
     assert down["goodput_bps"] is None  # one packet: no duration to divide by
+
+
+def test_port_reuse_starts_a_new_connection() -> None:
+    # Connection 1: one segment then DATA_FIN/FIN; connection 2 on the same 4-tuple with new
+    # ISNs and keys: its second segment overtakes the first on the one subflow, so subflow
+    # reassembly holds it (no connection-level reordering) and the first counts as a
+    # retransmission (it starts below the highest byte seen).
+    first, second = summaries("port_reuse.pcap")
+    assert counts(first) == (1, 1000, 1000, 0, 0, 0, 0, 0, 0, 0)
+    assert counts(second) == (2, 2000, 2000, 0, 0, 0, 1, 0, 0, 0)
+    assert (first["mptcp_options"]["data_fin"], second["mptcp_options"]["data_fin"]) == (1, 0)
