@@ -154,7 +154,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
 def _run_native(
     args: argparse.Namespace, campaign: Any, runs: list[Any], results: Path, lab: bool
 ) -> int:
-    from mprig import knobs
+    from mprig import knobs, vm
     from mprig import run as runner
     from mprig.progress import Reporter
     from mprig.rig import inventory, virtual
@@ -173,7 +173,9 @@ def _run_native(
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
                 knobs.allow_congestion_controls(ccs),
             ):
-                rig = virtual.up(args.rig, campaign.paths)
+                # Inside the VM, Ansible would take minutes under emulation for state the
+                # runner sets on every run anyway (sysctls, MPTCP limits and endpoints).
+                rig = virtual.up(args.rig, campaign.paths, provision_hosts=not vm.in_vm())
                 try:
                     outcome = runner.run_campaign(
                         campaign, runs, rig, results, reporter, force=args.force
