@@ -1136,7 +1136,7 @@ static void on_tcp(state_t *st, tcpinfo_t *ti, int64_t t)
     else if (syn && ack && dir == 1)
         on_synack(st, ti, s);
     s = &st->sf[si]; /* on_syn may have grown arrays */
-    if (s->conn < 0 && !syn && ti->op.dss && ti->op.dss_map && !s->syn_seen)
+    if (s->conn < 0 && !syn && ti->op.dss && ti->op.dss_map && (!s->syn_seen || s->join))
         adopt_midstream(st, s, si);
     if (s->conn >= 0) {
         conn_t *c = &st->c[s->conn];

@@ -461,6 +461,7 @@ def main() -> None:
     write_pcap(OUT / "reorder_two_subflows_vlan.pcap", to_vlan(recs))
     missing = _records(reorder_two_subflows())[6:]
     write_pcap(OUT / "missing_handshake.pcap", missing)
+    write_pcap(OUT / "join_without_connection_handshake.pcap", _records(reorder_two_subflows())[3:])
     back = list(recs)
     back[8], back[9] = (back[9][0], back[8][1]), (back[8][0], back[9][1])
     write_pcap(OUT / "timestamps_backwards.pcap", back)

@@ -101,6 +101,24 @@ def test_missing_handshake_is_flagged() -> None:
     assert [c.summary()["flags"]["missing_handshake"] for c in res.connections] == [True, True]
 
 
+def test_join_whose_connection_handshake_was_not_captured() -> None:
+    path = FIX / "join_without_connection_handshake.pcap"
+    res = analyze_pcap(path)
+    token = "MP_JOIN with unknown token 1d55e8c4: connection handshake not captured"
+    adopted = "MPTCP subflow without captured handshake: connection tracked from here"
+    assert res.warnings == [
+        f"{path}: packet 1 (offset 24): {token}",
+        f"{path}: packet 4 (offset 286): {adopted}",
+        f"{path}: packet 7 (offset 3580): {adopted}",
+    ]
+    # Each subflow is tracked on its own from its first mapping.
+    keys = ("connection", "packets", "delivered_bytes", "ooo_packets")
+    assert [tuple(c.summary()[k] for k in keys) for c in res.connections] == [
+        ("10.0.0.1:5201->10.0.1.2:40001", 4, 1000, 3),
+        ("10.0.0.1:5201->10.0.2.2:40002", 3, 1000, 2),
+    ]
+
+
 def test_timestamps_going_backwards() -> None:
     path = FIX / "timestamps_backwards.pcap"
     res = analyze_pcap(path)
