@@ -147,8 +147,10 @@ def down(s: Sub, ssn: int, dsn: int | None, size: int = MSS, **kw: object) -> Pa
     return s.pkt(True, "PA", s.isn_s + ssn, s.isn_c + 1, opt, size)
 
 
-def two_subflows(key_s: int = KEY_SERVER) -> tuple[Scenario, Sub, Sub, int]:
-    sc, s1, s2 = Scenario(), Sub(CLIENT1, SERVER, 40001), Sub(CLIENT2, SERVER, 40002, isn_c=7000)
+def two_subflows(key_s: int = KEY_SERVER, isn_s: int = 50000) -> tuple[Scenario, Sub, Sub, int]:
+    sc = Scenario()
+    s1 = Sub(CLIENT1, SERVER, 40001, isn_s=isn_s)
+    s2 = Sub(CLIENT2, SERVER, 40002, isn_c=7000, isn_s=isn_s)
     handshake_v1(sc, s1, key_s)
     token, idsn = token_idsn(key_s, 1)
     join(sc, s2, 0.003, token)
@@ -158,9 +160,9 @@ def two_subflows(key_s: int = KEY_SERVER) -> tuple[Scenario, Sub, Sub, int]:
 # ---------------------------------------------------------------------- scenarios
 
 
-def reorder_two_subflows() -> Scenario:
+def reorder_two_subflows(isn_s: int = 50000) -> Scenario:
     """P3, P4 on subflow 0 overtake P2 on subflow 1; later P7 overtakes P6."""
-    sc, s1, s2, i = two_subflows()
+    sc, s1, s2, i = two_subflows(isn_s=isn_s)
     for t, s, ssn, rel in [
         (0.10, s1, 1, 1),
         (0.11, s1, 1001, 2001),
@@ -457,6 +459,9 @@ def main() -> None:
     write_pcap(OUT / "reorder_two_subflows_sll2.pcap", to_sll2(recs), linktype=276)
     write_pcap(OUT / "reorder_two_subflows_snaplen64.pcap", recs, snaplen=64)
     write_pcap_big_endian(OUT / "reorder_two_subflows_be.pcap", recs)
+    # Server ISNs 1500 below 2**32: both subflows' sequence numbers wrap during the data.
+    wrap = _records(reorder_two_subflows(isn_s=2**32 - 1500))
+    write_pcap(OUT / "reorder_two_subflows_seqwrap.pcap", wrap)
     write_pcap(OUT / "reorder_two_subflows_rawip.pcap", to_raw_ip(recs), linktype=101)
     write_pcap(OUT / "reorder_two_subflows_vlan.pcap", to_vlan(recs))
     missing = _records(reorder_two_subflows())[6:]

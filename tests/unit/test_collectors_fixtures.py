@@ -72,6 +72,7 @@ REORDER_FILES = [
     "reorder_two_subflows_be.pcap",
     "reorder_two_subflows_rawip.pcap",
     "reorder_two_subflows_vlan.pcap",
+    "reorder_two_subflows_seqwrap.pcap",
     "noise_and_reorder.pcap",
 ]
 
