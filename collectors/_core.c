@@ -1471,14 +1471,17 @@ static void pcapng_idb(state_t *st, const uint8_t *b, uint32_t blen, int swap, i
     }
 }
 
+/* Enhanced packet block, or (obsolete) the old packet block whose interface id is 16 bits
+ * followed by a drop count; the rest of the layout is the same. */
 static void pcapng_epb(state_t *st, const uint8_t *b, uint32_t blen, int swap,
-                       const iface_t *ifs, int nif, int64_t *last_t)
+                       const iface_t *ifs, int nif, int64_t *last_t, int obsolete)
 {
     if (blen < 32) {
-        warn(st, "pcapng enhanced packet block too short (%u bytes)", blen);
+        warn(st, "pcapng packet block too short (%u bytes)", blen);
         return;
     }
-    uint32_t ifid = u32e(b + 8, swap), caplen = u32e(b + 20, swap);
+    uint32_t ifid = obsolete ? u16e(b + 8, swap) : u32e(b + 8, swap);
+    uint32_t caplen = u32e(b + 20, swap);
     uint64_t ticks = ((uint64_t)u32e(b + 12, swap) << 32) | u32e(b + 16, swap);
     if (ifid >= (uint32_t)nif || caplen > blen - 32) {
         warn(st, "pcapng packet block: bad interface %u or length %u", ifid, caplen);
@@ -1558,9 +1561,9 @@ static void read_pcapng(state_t *st, rd_t *r)
         const uint8_t *b = r->b + r->start;
         if (type == 1)
             pcapng_idb(st, b, blen, swap, ifs, &nif);
-        else if (type == 6) {
+        else if (type == 6 || type == 2) {
             st->pkt_index++;
-            pcapng_epb(st, b, blen, swap, ifs, nif, &last_t);
+            pcapng_epb(st, b, blen, swap, ifs, nif, &last_t, type == 2);
         } else if (type == 3) {
             st->pkt_index++;
             pcapng_spb(st, b, blen, swap, ifs, nif, last_t);

@@ -377,26 +377,25 @@ def _block(btype: int, body: bytes) -> bytes:
     return struct.pack("<II", btype, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
 
 
-def write_pcapng(path: Path, recs: list[tuple[int, bytes]]) -> None:
+def _packet_block(obsolete: bool, iface: int, ticks: int, data: bytes) -> bytes:
+    """Enhanced packet block, or the obsolete packet block (16-bit interface + drops)."""
+    head = struct.pack("<HH", iface, 0) if obsolete else struct.pack("<I", iface)
+    body = struct.pack("<III", ticks >> 32, ticks & 0xFFFFFFFF, len(data)) + struct.pack(
+        "<I", len(data)
+    )
+    return _block(2 if obsolete else 6, head + body + data)
+
+
+def write_pcapng(path: Path, recs: list[tuple[int, bytes]], obsolete: bool = False) -> None:
     """Two interfaces: Linux SLL2 in microseconds (the handshakes, first 6 packets) and
     Ethernet in nanoseconds (the rest), as a capture on two different links would be."""
     shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
     tsresol_ns = struct.pack("<HHB3x", 9, 1, 9) + struct.pack("<HH", 0, 0)
     idb0 = _block(1, struct.pack("<HHI", 276, 0, 65535))
     idb1 = _block(1, struct.pack("<HHI", 1, 0, 65535) + tsresol_ns)
-    sll2 = to_sll2(recs[:6])
-    epbs = [
-        _block(
-            6,
-            struct.pack("<IIIII", 0, (t // 1000) >> 32, (t // 1000) & 0xFFFFFFFF, len(d), len(d))
-            + d,
-        )
-        for t, d in sll2
-    ] + [
-        _block(6, struct.pack("<IIIII", 1, t >> 32, t & 0xFFFFFFFF, len(d), len(d)) + d)
-        for t, d in recs[6:]
-    ]
-    path.write_bytes(shb + idb0 + idb1 + b"".join(epbs))
+    blocks = [_packet_block(obsolete, 0, t // 1000, d) for t, d in to_sll2(recs[:6])]
+    blocks += [_packet_block(obsolete, 1, t, d) for t, d in recs[6:]]
+    path.write_bytes(shb + idb0 + idb1 + b"".join(blocks))
 
 
 def write_pcap_big_endian(path: Path, recs: list[tuple[int, bytes]]) -> None:
@@ -456,6 +455,7 @@ def main() -> None:
     recs = _records(reorder_two_subflows())
     write_pcap(OUT / "reorder_two_subflows_ns.pcap", recs, nsec=True)
     write_pcapng(OUT / "reorder_two_subflows.pcapng", recs)
+    write_pcapng(OUT / "reorder_two_subflows_obsolete_pb.pcapng", recs, obsolete=True)
     write_pcap(OUT / "reorder_two_subflows_sll2.pcap", to_sll2(recs), linktype=276)
     write_pcap(OUT / "reorder_two_subflows_snaplen64.pcap", recs, snaplen=64)
     write_pcap_big_endian(OUT / "reorder_two_subflows_be.pcap", recs)

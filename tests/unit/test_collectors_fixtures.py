@@ -68,6 +68,7 @@ REORDER_FILES = [
     "reorder_two_subflows.pcap",
     "reorder_two_subflows_ns.pcap",
     "reorder_two_subflows.pcapng",
+    "reorder_two_subflows_obsolete_pb.pcapng",
     "reorder_two_subflows_sll2.pcap",
     "reorder_two_subflows_be.pcap",
     "reorder_two_subflows_rawip.pcap",
