@@ -8,7 +8,7 @@ setup(
             "collectors._core",
             sources=["collectors/_core.c"],
             depends=["collectors/_sha.h"],
-            extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-function"],
+            extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra"],
         )
     ]
 )

@@ -1410,8 +1410,10 @@ static void read_pcap(state_t *st, rd_t *r, const uint8_t *hdr)
         if (rc == 1)
             return;
         st->pkt_index++;
-        if (rc < 0)
-            return truncated(st, "a record header");
+        if (rc < 0) {
+            truncated(st, "a record header");
+            return;
+        }
         const uint8_t *h = r->b + r->start;
         uint32_t sec = u32e(h, swap), frac = u32e(h + 4, swap), incl = u32e(h + 8, swap);
         if (incl > MAX_RECORD) {
@@ -1419,8 +1421,10 @@ static void read_pcap(state_t *st, rd_t *r, const uint8_t *hdr)
             warn(st, "record length %u is not plausible: file corrupt here, stopping", incl);
             return;
         }
-        if (rd_need(r, 16 + (size_t)incl))
-            return truncated(st, "a packet");
+        if (rd_need(r, 16 + (size_t)incl)) {
+            truncated(st, "a packet");
+            return;
+        }
         int64_t t = (int64_t)sec * 1000000000 + (int64_t)frac * (nsec ? 1 : 1000);
         on_packet(st, t, lt, r->b + r->start + 16, incl);
         rd_skip(r, 16 + (size_t)incl);
