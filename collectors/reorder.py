@@ -39,7 +39,9 @@ def rfc4737(starts: U64, lengths: npt.NDArray[np.uint32], max_n: int = 3) -> Rfc
     idx = np.flatnonzero(reordered)
     cummax = np.maximum.accumulate(starts)
     first_later = np.searchsorted(cummax, starts[idx], side="right")
-    extent = idx - first_later
+    # A chunk that only overlaps the end of an earlier one has no earlier, later-starting
+    # packet: extent 0.
+    extent = np.maximum(idx - first_later, 0)
     return Rfc4737(
         reordered_ratio=float(len(idx) / n),
         extent_mean=float(extent.mean()) if len(idx) else 0.0,

@@ -70,6 +70,12 @@ def test_rfc4737_byte_stream() -> None:
     assert rfc4737(u64(), np.array([], dtype=np.uint32)).reordered_ratio == 0.0
 
 
+def test_rfc4737_overlapping_chunk_has_extent_zero() -> None:
+    # The second chunk starts inside the first (a trimmed partial duplicate).
+    r = rfc4737(u64(10, 15, 30), np.array([10, 10, 10], dtype=np.uint32))
+    assert (r.reordered_ratio, r.extent_max) == (1 / 3, 0)
+
+
 def test_rfc5236_densities() -> None:
     # Arrival order of packets 1..6: 1, 2, 4, 5, 3, 6 -> displacements 0, 0, -1, -1, 2, 0;
     # the buffer holds 4, then 4 and 5, until 3 arrives: occupancies 0, 0, 1, 2, 0, 0.
