@@ -206,11 +206,17 @@ def count_packets(path: Path) -> int:
 def run_analyze(path: Path) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of `mprig analyze --json` in a child.
 
-    CPU time (user + system) is what "packets/s on one core" means on a shared machine;
-    the wall time is printed too."""
+    The child is pinned to one CPU; its CPU time (user + system) is what "packets/s on one
+    core" means on a shared machine; the wall time is printed too."""
     mprig = Path(sys.executable).with_name("mprig")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(mprig), "analyze", str(path), "--json"], stdout=subprocess.DEVNULL)
+    cpu = min(os.sched_getaffinity(0))
+    proc = subprocess.Popen(
+        [str(mprig), "analyze", str(path), "--json"],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),  # one core, as the target says
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     if status != 0:
