@@ -160,6 +160,20 @@ def check_complete(results: Results, role: str) -> None:
         )
 
 
+def check_usable(results: Results, role: str) -> None:
+    """What a baseline must be: complete, with MIN_RUNS complete runs at every point."""
+    check_complete(results, role)
+    if results.complete.empty:
+        raise UsageError(f"{role} results {results.root} have no complete run; see the report")
+    for key, group in _groups(results).items():
+        if len(group) < MIN_RUNS:
+            point = dict(zip(results.axes, key[1:], strict=True))
+            raise UsageError(
+                f"{role} results {results.root} have {len(group)} complete runs for {key[0]} "
+                f"at {point_label(point)} (need {MIN_RUNS}); see the failed runs in the report"
+            )
+
+
 def common_metrics(baseline: Results, current: Results) -> tuple[list[str], list[str]]:
     """Metrics with data on both sides; a metric with data on one side only is an error."""
     have_b = {m for m in baseline.metrics if baseline.complete[m].notna().any()}
@@ -183,13 +197,14 @@ def common_metrics(baseline: Results, current: Results) -> tuple[list[str], list
 
 
 def _groups(results: Results) -> dict[tuple[Any, ...], Any]:
-    """Complete runs per (variant, *sweep values); a value absent for a variant is "-"."""
+    """Complete runs per (variant, *sweep values) of every run present, so a point whose
+    runs all failed appears with no rows; a value absent for a variant is "-"."""
     keys = ["variant", *results.axes]
-    frame = results.complete.copy()
+    frame = results.runs.copy()
     for axis in results.axes:
         frame[axis] = [("-" if _isnan(v) else v) for v in frame[axis]]
     return {
-        tuple(plain(v) for v in (k if isinstance(k, tuple) else (k,))): g
+        tuple(plain(v) for v in (k if isinstance(k, tuple) else (k,))): g[g["status"] == "complete"]
         for k, g in frame.groupby(keys, sort=True)
     }
 

@@ -57,17 +57,18 @@ def run_and_collect(campaign_file: Path, night_root: Path, log: Path) -> Path:
     results = night_root / name
     cli = [sys.executable, "-m", "mprig.cli"]
     night_root.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as out:
-        for argv in (
-            [*cli, "run", str(campaign_file), "--results", str(night_root), "--quiet"],
-            [*cli, "collect", str(results), "--quiet"],
-        ):
-            out.write(f"$ {' '.join(argv)}\n")
-            out.flush()
-            code = subprocess.run(argv, stdout=out, stderr=out, check=False).returncode
-            # `mprig run` exits non-zero when runs failed: they are reported, not fatal.
-            if code == 2 or not (results / "campaign.json").is_file():
-                raise UsageError(f"{argv[3]} failed with status {code}; see {log}")
+    for argv in (
+        [*cli, "run", str(campaign_file), "--results", str(night_root), "--quiet"],
+        [*cli, "collect", str(results), "--quiet"],
+    ):
+        # Captured, then logged: a VM's console may reopen an inherited log file and
+        # overwrite it from the start.
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        with log.open("a") as out:
+            out.write(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}[exit {done.returncode}]\n")
+        # `mprig run` exits non-zero when runs failed: they are reported, not fatal.
+        if done.returncode == 2 or not (results / "campaign.json").is_file():
+            raise UsageError(f"{argv[3]} failed with status {done.returncode}; see {log}")
     return results
 
 
@@ -212,12 +213,15 @@ def nightly(
         current = results.load(results_dir)
         report.write_report(current, results_dir / "report", ["html", "md"])
         if not (baseline / "campaign.json").is_file():
+            compare.check_usable(current, "tonight's")  # never a broken night as baseline
             keep_baseline(results_dir, baseline)
             return Night(date, results_dir, f"nightly {date}: BASELINE set to {baseline}", 0)
         comparison = judge_night(date, current, baseline, tolerance)
     except MprigError as e:
         append_history(history, [error_row(date, results_dir.name, str(e), results_dir)])
-        return Night(date, results_dir, f"nightly {date}: ERROR {e}", 2)
+        log = results_dir.parent / "nightly.log"
+        hint = f" (run log: {log})" if log.is_file() else ""
+        return Night(date, results_dir, f"nightly {date}: ERROR {e}{hint}", 2)
     frame = append_history(history, history_rows(date, comparison))
     trend_figure(frame, history)
     line = f"nightly {date}: {compare.summary_line(comparison)}"

@@ -170,3 +170,15 @@ def test_metrics_undefined_for_a_variant_are_skipped(tmp_path: Path) -> None:
         "metric ooo_max_bytes of dsack at wifi.distance_m=10 has values in baseline only; "
         "collect both result sets with the same mprig version"
     )
+
+
+def test_a_point_whose_runs_all_failed(tmp_path: Path) -> None:
+    a = rs.write(tmp_path / "a", rs.Synth(timeseries=False))
+    failed = tuple(f"nopr-d50-r{i}" for i in range(1, 6))
+    b = rs.write(tmp_path / "b", rs.Synth(timeseries=False, failed=failed))
+    with pytest.raises(UsageError) as e:
+        compare.compare(results.load(a), results.load(b))
+    assert str(e.value) == (
+        "too few complete runs for nopr at wifi.distance_m=50: baseline 5, current 0 "
+        "(need 2 each); see the failed runs in each report"
+    )

@@ -100,6 +100,24 @@ def test_nights_baseline_ok_regression_error(
     ).tolist() == [True]
 
 
+def test_a_broken_first_night_does_not_become_the_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = tuple(f"dsack-d10-r{i}" for i in range(1, 5))
+    broken = night(tmp_path, "2026-11-19", failed=failed)
+    code, out = cli(tmp_path, "2026-11-19", broken, capsys)
+    assert (code, out) == (
+        2,
+        [
+            f"nightly 2026-11-19: ERROR tonight's results {broken} have 1 complete runs for dsack "
+            "at wifi.distance_m=10 (need 2); see the failed runs in the report"
+        ],
+    )
+    assert not (tmp_path / "baseline").exists()
+    history = pd.read_parquet(tmp_path / "history" / "history.parquet")
+    assert history["verdict"].str.startswith("error: tonight's results").tolist() == [True]
+
+
 def test_rerunning_a_night_replaces_its_rows(tmp_path: Path) -> None:
     rows = [{"date": "2026-11-20", "metric": "m", "variant": "v", "point": "-", "verdict": "ok"}]
     nightly.append_history(tmp_path, rows)
