@@ -241,3 +241,22 @@ def test_port_reuse_starts_a_new_connection() -> None:
     assert counts(first) == (1, 1000, 1000, 0, 0, 0, 0, 0, 0, 0)
     assert counts(second) == (2, 2000, 2000, 0, 0, 0, 1, 0, 0, 0)
     assert (first["mptcp_options"]["data_fin"], second["mptcp_options"]["data_fin"]) == (1, 0)
+
+
+def test_cli_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    from mprig.cli import main
+
+    path = HERE / "reorder_two_subflows.pcap"
+    assert main(["analyze", str(path), "--k", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        f"{path}: 1 MPTCP connection direction(s)",
+        f"  connection {S0} (v1, token 57c03b94)",
+        "    packets                  7",
+    ]
+    assert "    ooo_ratio                0.428571" in lines
+    assert "    rcvbuf_k_max_bytes       4000" in lines
+    assert lines[-2:] == [
+        f"    subflow 0 {S0}: 4 pkts, 533333 bit/s, 0 retrans, 3 ooo",
+        f"    subflow 1 {S1}: 3 pkts, 400000 bit/s, 0 retrans, 0 ooo",
+    ]
