@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--keep", type=int, default=14, help="nights of results to keep (14; 0: all)")
     p.add_argument("--tolerance", type=float, default=0.05, help="relative tolerance (0.05)")
+    p.add_argument("--rig", default=None, metavar="NAME", help="virtual rig name for mprig run")
     p.add_argument("--date", default=None, help="night label YYYY-MM-DD (default: today, UTC)")
     p.add_argument(
         "--from-results",
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     night_root = args.results / date
     try:
         results = args.from_results or nightly.run_and_collect(
-            args.campaign, night_root, night_root / "nightly.log"
+            args.campaign, night_root, night_root / "nightly.log", args.rig
         )
     except MprigError as e:
         print(f"nightly {date}: ERROR {e}")

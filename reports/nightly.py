@@ -50,7 +50,18 @@ def campaign_name(campaign_file: Path) -> str:
     return str(load_campaign(str(campaign_file)).name)
 
 
-def run_and_collect(campaign_file: Path, night_root: Path, log: Path) -> Path:
+def commands(
+    campaign_file: Path, night_root: Path, results: Path, rig: str | None = None
+) -> list[list[str]]:
+    """The argv of `mprig run` and `mprig collect` for one night."""
+    cli = [sys.executable, "-m", "mprig.cli"]
+    run = [*cli, "run", str(campaign_file), "--results", str(night_root), "--quiet"]
+    return [run + (["--rig", rig] if rig else []), [*cli, "collect", str(results), "--quiet"]]
+
+
+def run_and_collect(
+    campaign_file: Path, night_root: Path, log: Path, rig: str | None = None
+) -> Path:
     """`mprig run` then `mprig collect`, as subprocesses (the runner may boot a VM);
     their output goes to LOG. Returns the campaign's results directory."""
     name = campaign_name(campaign_file)
@@ -58,7 +69,15 @@ def run_and_collect(campaign_file: Path, night_root: Path, log: Path) -> Path:
     cli = [sys.executable, "-m", "mprig.cli"]
     night_root.mkdir(parents=True, exist_ok=True)
     for argv in (
-        [*cli, "run", str(campaign_file), "--results", str(night_root), "--quiet"],
+        [
+            *cli,
+            "run",
+            str(campaign_file),
+            "--results",
+            str(night_root),
+            "--quiet",
+            *(["--rig", rig] if rig else []),
+        ],
         [*cli, "collect", str(results), "--quiet"],
     ):
         # Captured, then logged: a VM's console may reopen an inherited log file and

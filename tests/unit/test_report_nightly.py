@@ -130,6 +130,27 @@ def test_rerunning_a_night_replaces_its_rows(tmp_path: Path) -> None:
     ]
 
 
+def test_run_and_collect_commands() -> None:
+    import sys
+
+    n = Path("/n/2026-11-21")
+    assert nightly.commands(Path("x.yaml"), n, n / "nightly", "h6") == [
+        [
+            sys.executable,
+            "-m",
+            "mprig.cli",
+            "run",
+            "x.yaml",
+            "--results",
+            str(n),
+            "--quiet",
+            "--rig",
+            "h6",
+        ],
+        [sys.executable, "-m", "mprig.cli", "collect", str(n / "nightly"), "--quiet"],
+    ]
+
+
 def test_prune_keeps_the_newest_nights_only(tmp_path: Path) -> None:
     for name in ("2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21", "notes"):
         (tmp_path / name).mkdir()
