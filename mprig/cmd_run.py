@@ -181,7 +181,10 @@ def _run_native(
                         campaign, runs, rig, results, reporter, force=args.force
                     )
                 finally:
-                    virtual.down(args.rig)
+                    with runner.signals_held() as late:
+                        virtual.down(args.rig)
+                if late and outcome.interrupted is None:
+                    return 128 + late[0]
     finally:
         reporter.close()
     if outcome.interrupted is not None:

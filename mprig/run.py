@@ -604,6 +604,21 @@ def signals_as_exceptions() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+@contextlib.contextmanager
+def signals_held() -> Iterator[list[int]]:
+    """SIGINT/SIGTERM are noted, not acted on, while the body runs (rig teardown must
+    finish); the caller sees them in the yielded list."""
+    got: list[int] = []
+    old = {
+        s: signal.signal(s, lambda n, _f: got.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield got
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
 # -- campaign level ---------------------------------------------------------------------
 
 
@@ -651,7 +666,7 @@ def run_campaign(
             reporter.campaign_end(status="stopped", reason=str(e))
             raise
         finally:
-            with contextlib.suppress(HostError):
+            with contextlib.suppress(HostError), _signals_deferred(reraise=False):
                 sweep_rig(rig)
     reporter.campaign_end(status="done", failed=failed)
     return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)
