@@ -121,13 +121,13 @@ class ConnectionAnalysis:
         return {s.name: metrics.rate_bps(s.bytes, self.duration_s) for s in self.subflows}
 
     def link_utilisation(self, rates_bps: dict[str, float]) -> dict[str, float | None]:
-        """Subflow throughput / configured rate; keys of rates_bps are subflow addresses."""
-        by_addr: dict[str, float | None] = {}
+        """Throughput over configured rate per address in rates_bps, summing the subflows
+        that have the address at either end (they share that path)."""
+        nbytes: dict[str, int] = {}
         for s in self.subflows:
-            tp = metrics.rate_bps(s.bytes, self.duration_s)
-            for addr in (s.src, s.dst):
-                if addr in rates_bps:
-                    by_addr[addr] = tp
+            for addr in {s.src, s.dst} & rates_bps.keys():
+                nbytes[addr] = nbytes.get(addr, 0) + s.bytes
+        by_addr = {a: metrics.rate_bps(b, self.duration_s) for a, b in nbytes.items()}
         return metrics.link_utilisation(by_addr, rates_bps)
 
     def flags(self) -> dict[str, bool]:

@@ -144,6 +144,9 @@ def test_link_utilisation_by_subflow_address() -> None:
     assert util == pytest.approx(
         {"10.0.1.2": 4000 * 8 / 0.06 / 1e6, "10.0.2.2": 3000 * 8 / 0.06 / 2e6}
     )
+    # Both subflows end at the server address: they share its rate.
+    shared = conn.link_utilisation({"10.0.0.1": 2e6})
+    assert shared == pytest.approx({"10.0.0.1": 7000 * 8 / 0.06 / 2e6})
 
 
 def test_subflow_loss_and_retransmission() -> None:
