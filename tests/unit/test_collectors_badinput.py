@@ -147,3 +147,12 @@ def test_cli_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "Traceback" not in out.err
     assert out.err.startswith(f"mprig: warning: {cut}: packet 13 ")
     assert '"partial": true' in out.out
+
+
+def test_bad_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match=r"k_block must be >= 1 and bin_s > 0, got 0 and 0.1"):
+        analyze_pcap(REORDER, k_block=0)
+    assert main(["analyze", str(REORDER), "--bin", "0"]) == 2
+    assert (
+        capsys.readouterr().err == "mprig: error: --k must be >= 1 and --bin > 0, got 100 and 0.0\n"
+    )
