@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from collectors.kernelofo import ofo_skbs
 from collectors.runinfo import RunInfo
 from collectors.runparts import Part
 from mprig.errors import UsageError
@@ -43,7 +44,7 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
         return part
     part.metrics["warnings"] = [w.replace(str(info.bundle / name), name) for w in analysis.warnings]
     part.metrics["partial"] = analysis.partial
-    part.metrics["receiver_ooo_packets"] = receiver_ooo_packets(analysis.connections, info)
+    part.metrics["receiver_ooo"] = receiver_ooo(analysis.connections, info)
     conn = data_connection(analysis.connections, info)
     if conn is None:
         part.problems.append(f"{name}: no MPTCP connection carrying data to the {info.receiver}")
@@ -68,13 +69,16 @@ def data_connection(conns: list[ConnectionAnalysis], info: RunInfo) -> Connectio
     return max(pool, key=lambda c: sum(s.bytes for s in c.subflows), default=None)
 
 
-def receiver_ooo_packets(conns: list[ConnectionAnalysis], info: RunInfo) -> int:
-    """Out-of-order packets summed over every connection towards the receiver: the
-    quantity the receiver's namespace-wide MPTcpExtOFOQueue counter also counts (iperf3's
-    control connection included)."""
+def receiver_ooo(conns: list[ConnectionAnalysis], info: RunInfo) -> dict[str, int]:
+    """Out-of-order packets and skbs (collectors.kernelofo) summed over every connection
+    towards the receiver, as the receiver's namespace-wide MPTcpExtOFOQueue counts them
+    (iperf3's control connection included)."""
     clients = set(info.client_addrs())
     towards = [c for c in conns if _towards_receiver(c, clients, info.receiver)]
-    return sum(int(c.raw["ooo_packets"]) for c in towards)
+    return {
+        "ooo_packets": sum(int(c.raw["ooo_packets"]) for c in towards),
+        "ooo_skbs": sum(ofo_skbs(c.arrivals) for c in towards),
+    }
 
 
 def _towards_receiver(conn: ConnectionAnalysis, clients: set[str], receiver: str) -> bool:

@@ -218,7 +218,7 @@ def metrics_doc(
         "ss_paths": ss_p.get("paths", {}),
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
         "nstat": nstat,
-        **kernel_ofo(cap.get("receiver_ooo_packets"), nstat.get(info.receiver, {})),
+        **kernel_ofo(cap.get("receiver_ooo"), nstat.get(info.receiver, {})),
     }
 
 
@@ -255,15 +255,15 @@ def path_columns(
     return out
 
 
-def kernel_ofo(ooo_packets: int | None, receiver: dict[str, int]) -> dict[str, Any]:
-    """Our out-of-order count (all connections towards the receiver) against the receiver
-    kernel's MPTcpExtOFOQueue delta (docs/metrics.md, "Kernel cross-check")."""
+def kernel_ofo(ours: dict[str, int] | None, receiver: dict[str, int]) -> dict[str, Any]:
+    """Our out-of-order count (skbs, every connection towards the receiver) against the
+    receiver kernel's MPTcpExtOFOQueue delta (docs/metrics.md, "Kernel cross-check")."""
     kernel = receiver.get("MPTcpExtOFOQueue")
-    ratio = ooo_packets / kernel if ooo_packets is not None and kernel else None
-    return {
-        "kernel_ofo_ratio": ratio,
-        "kernel_ofo": {"ooo_packets": ooo_packets, "MPTcpExtOFOQueue": kernel},
-    }
+    skbs = (ours or {}).get("ooo_skbs")
+    ratio = skbs / kernel if skbs is not None and kernel else None
+    ours = ours or {}
+    detail = {k: ours.get(k) for k in ("ooo_packets", "ooo_skbs")} | {"MPTcpExtOFOQueue": kernel}
+    return {"kernel_ofo_ratio": ratio, "kernel_ofo": detail}
 
 
 def timeseries_frame(info: RunInfo, pieces: list[pd.DataFrame]) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from collectors.collect import (
     collect_campaign,
 )
 from collectors.directions import direction
+from collectors.kernelofo import ofo_skbs
 from mprig.cli import main
 from mprig.errors import UsageError
 
@@ -124,11 +125,13 @@ def test_metrics_json_has_kernel_cross_check_and_nstat(collected: CampaignOutcom
 
     kernel = counter(after) - counter(before)
     # ours: every connection towards the client, as the namespace-wide counter counts
-    conns = analyze_pcap(FIXTURE / "client.pcap").connections
-    ooo = sum(int(c.raw["ooo_packets"]) for c in conns if c.subflows[0].dst in CLIENT)
+    towards = [c for c in analyze_pcap(FIXTURE / "client.pcap").connections
+               if c.subflows[0].dst in CLIENT]  # fmt: skip
+    ooo = sum(int(c.raw["ooo_packets"]) for c in towards)
+    skbs = sum(ofo_skbs(c.arrivals) for c in towards)
     assert ooo >= doc["connection"]["ooo_packets"] > 0
     assert (doc["kernel_ofo"], doc["kernel_ofo_ratio"]) == (
-        {"ooo_packets": ooo, "MPTcpExtOFOQueue": kernel}, ooo / kernel
+        {"ooo_packets": ooo, "ooo_skbs": skbs, "MPTcpExtOFOQueue": kernel}, skbs / kernel
     )  # fmt: skip
     assert doc["nstat"]["client"]["MPTcpExtOFOQueue"] == kernel
     assert (doc["format"], doc["problems"], sorted(doc["nstat"])) == (1, [], ["client", "server"])
