@@ -29,7 +29,8 @@ def test_collect_fresh_bundle(tmp_path: Path) -> None:
     assert row["goodput_bps"] <= row["throughput_bps"] <= 6.3e6
     assert [s["path"] for s in doc["subflows"]] == ["wifi", "cell"]
     kernel = doc["kernel_ofo"]
-    assert doc["kernel_ofo_ratio"] == kernel["ooo_packets"] / kernel["MPTcpExtOFOQueue"]
+    assert doc["kernel_ofo_ratio"] == kernel["ooo_skbs"] / kernel["MPTcpExtOFOQueue"]
+    assert kernel["ooo_packets"] >= kernel["ooo_skbs"] > 0
     assert kernel["MPTcpExtOFOQueue"] == doc["nstat"]["client"]["MPTcpExtOFOQueue"] > 0
     ts = pd.read_parquet(bundle / "timeseries.parquet")
     assert sorted(ts["source"].unique()) == ["capture", "iperf3", "ss"]
