@@ -20,7 +20,7 @@ FORMATS = ("html", "md", "tex", "csv")
 
 
 @dataclass(frozen=True)
-class Warning_:
+class RunWarning:
     """A run.json flag worth a reader's attention (capture drops, impairment deviation)."""
 
     run_id: str
@@ -51,7 +51,7 @@ class Report:
         }
 
     @property
-    def warnings(self) -> list[Warning_]:
+    def warnings(self) -> list[RunWarning]:
         return run_warnings(self.results)
 
     @property
@@ -59,7 +59,7 @@ class Report:
         return environment(self.results)
 
 
-def run_warnings(results: Results) -> list[Warning_]:
+def run_warnings(results: Results) -> list[RunWarning]:
     """Flags from run.json, plus capture kernel drops even when no flag was set."""
     out = []
     for run_id, bundle in sorted(results.bundles.items()):
@@ -69,10 +69,10 @@ def run_warnings(results: Results) -> list[Warning_]:
         }
         for flag in flags:
             detail = ", ".join(f"{h}: {n} dropped" for h, n in drops.items())
-            out.append(Warning_(run_id, flag, detail if flag == "capture_drops" else ""))
+            out.append(RunWarning(run_id, flag, detail if flag == "capture_drops" else ""))
         if drops and "capture_drops" not in flags:
             out.append(
-                Warning_(
+                RunWarning(
                     run_id,
                     "capture_drops",
                     ", ".join(f"{h}: {n} dropped" for h, n in drops.items()),

@@ -233,7 +233,7 @@ def test_environment_and_warnings(partial: Path) -> None:
         ("rig", "mprig"): "0.1.0",
         ("rig", "rig_mode"): "virtual-vm",
     }
-    assert report.run_warnings(loaded) == [report.Warning_("nopr-d10-r1", "capture_drops", "")]
+    assert report.run_warnings(loaded) == [report.RunWarning("nopr-d10-r1", "capture_drops", "")]
 
 
 def test_bad_format_and_missing_runs_parquet(tmp_path: Path) -> None:
