@@ -35,8 +35,13 @@ class Results:
 
     @property
     def axes(self) -> list[str]:
-        """Sweep axis columns (`param.<axis>`), in table order."""
-        return [c for c in self.runs.columns if c.startswith("param.")]
+        """Sweep axis columns (`param.<axis>`), in table order, without the axes of a zip
+        sweep that repeat an earlier one run for run (both wifi distances swept together)."""
+        distinct: list[str] = []
+        for column in (c for c in self.runs.columns if c.startswith("param.")):
+            if not any(self.runs[column].equals(self.runs[d]) for d in distinct):
+                distinct.append(column)
+        return distinct
 
     @property
     def metrics(self) -> list[str]:

@@ -106,6 +106,18 @@ def test_pivot_tables_put_points_in_columns() -> None:
     ]
 
 
+def test_zipped_axes_with_equal_values_count_once() -> None:
+    hand = handmade()
+    runs = hand.runs.assign(**{"param.paths.cell.distance_m": hand.runs[AXIS]})
+    zipped = results.Results(hand.root, "zip", {}, (), runs)
+    assert zipped.axes == [AXIS]
+    apart = runs.assign(**{"param.paths.cell.distance_m": [10.0, 20.0, 30.0] * 2})
+    assert results.Results(hand.root, "x", {}, (), apart).axes == [
+        AXIS,
+        "param.paths.cell.distance_m",
+    ]
+
+
 def test_a_campaign_without_sweep_has_no_pivots() -> None:
     hand = handmade()
     flat = results.Results(hand.root, "flat", {}, (), hand.runs.drop(columns=[AXIS]))
