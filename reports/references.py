@@ -333,7 +333,9 @@ def match(facts: pd.DataFrame, conditions: dict[str, Any]) -> pd.DataFrame:
 def _describe(conditions: dict[str, Any]) -> str:
     def one(c: Any) -> str:
         if isinstance(c, Range):
-            return f"[{'' if c.min is None else c.min:g}..{'' if c.max is None else c.max:g}]"
+            low = "" if c.min is None else f"{c.min:g}"
+            high = "" if c.max is None else f"{c.max:g}"
+            return f"[{low}..{high}]"
         return "|".join(map(str, c)) if isinstance(c, list) else str(c)
 
     return ", ".join(f"{k}={one(c)}" for k, c in conditions.items()) or "any run"

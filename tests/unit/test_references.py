@@ -139,6 +139,14 @@ def test_value_within_and_outside(synth: results.Results) -> None:
         ),
         ("002-a-rbpm-packets", "metric goodput_pps missing: not collected for this campaign"),
         ("no-such-ref", "no such reference in reports/references"),
+        (
+            "000-text-s1-prr-gain-gt50m",
+            "no run matches conditions (recovery=prr, distance_m=[51..])",
+        ),
+        (
+            "000-text-s1-tcpdoor-gain-le50m",
+            "no run matches conditions (recovery=tcpdoor, distance_m=[..50])",
+        ),
         ("003-text-s2-*", "no reference id matches in reports/references"),
     ],
 )
