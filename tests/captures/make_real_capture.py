@@ -13,6 +13,7 @@ tcpdump -i any (Linux SLL2, snaplen 200) records the receiver (server) side.
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 import time
@@ -86,15 +87,16 @@ def record() -> str:
         time.sleep(1.0)  # tcpdump is ready
         sh(sys.executable, "-c", CLIENT, ns=CLI)
         result = srv.stdout.readline().strip()
-        time.sleep(0.5)
+        time.sleep(2.0)  # tcpdump drains its buffer
     finally:
         srv.kill()
         dump.terminate()
         _, err = dump.communicate(timeout=10)
         srv.wait(timeout=10)
     print(err.strip())
-    if "\n0 packets dropped by kernel" not in err:
-        raise SystemExit("tcpdump dropped packets: run again on a quieter machine")
+    seen = re.findall(r"^(\d+) packets (?:captured|received by filter)$", err, re.M)
+    if "\n0 packets dropped by kernel" not in err or len(seen) != 2 or seen[0] != seen[1]:
+        raise SystemExit("tcpdump lost packets: run again on a quieter machine")
     return result
 
 
