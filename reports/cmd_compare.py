@@ -79,6 +79,6 @@ def run(args: argparse.Namespace) -> int:
     for path in write(comparison, args.out or args.current / "compare", formats):
         print(path)
     for row in comparison.regressions:
-        print(f"regression: {row.metric} {compare._where(row)} {compare._pct(row.ratio)}")
+        print(f"regression: {row.metric} {compare.where(row)} {compare.pct(row.ratio)}")
     print(compare.summary_line(comparison))
     return comparison.exit_code

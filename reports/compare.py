@@ -294,11 +294,13 @@ def judge(
 # --- rendering ---------------------------------------------------------------------------
 
 
-def _pct(ratio: float) -> str:
+def pct(ratio: float) -> str:
+    """A ratio as a signed change: 0.83 -> "-17.0 %"."""
     return "–" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f} %"
 
 
-def _where(row: Row) -> str:
+def where(row: Row) -> str:
+    """Variant and sweep point of a row: "mptcp @ wifi.distance_m=50"."""
     return row.variant + (f" @ {point_label(row.point)}" if row.point else "")
 
 
@@ -316,7 +318,7 @@ def summary_line(c: Comparison) -> str:
     r = worst(regs)
     more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
     return (
-        f"REGRESSION {r.metric} {_where(r)} {_pct(r.ratio)} "
+        f"REGRESSION {r.metric} {where(r)} {pct(r.ratio)} "
         f"[{(r.low - 1) * 100:+.1f}, {(r.high - 1) * 100:+.1f}] p={r.p_value:.2g}{more}"
     )
 
@@ -328,12 +330,12 @@ def display_rows(c: Comparison) -> list[dict[str, str]]:
     return [
         {
             "metric": r.metric,
-            "where": _where(r),
+            "where": where(r),
             "n": f"{r.n_baseline}/{r.n_current}",
             "baseline": f"{r.median_baseline:.4g}",
             "current": f"{r.median_current:.4g}",
-            "change": _pct(r.ratio),
-            "interval": "–" if math.isnan(r.low) else f"[{_pct(r.low)}, {_pct(r.high)}]",
+            "change": pct(r.ratio),
+            "interval": "–" if math.isnan(r.low) else f"[{pct(r.low)}, {pct(r.high)}]",
             "p": "–" if math.isnan(r.p_value) else f"{r.p_value:.2g}",
             "verdict": r.verdict,
         }
