@@ -17,7 +17,7 @@ THROUGHPUT_BPS = 30e6
 CV = 0.05  # repetition-to-repetition spread of throughput on a quiet rig (5 %)
 
 
-def flagged(scale: float, cv: float, seed: int) -> int:
+def flagged(scale: float, cv: float, seed: int, direction: int = dirs.HIGHER) -> int:
     """How many of TRIALS comparisons of baseline vs baseline*SCALE call a regression."""
     rng = np.random.default_rng(seed)
     count = 0
@@ -25,7 +25,7 @@ def flagged(scale: float, cv: float, seed: int) -> int:
         base = THROUGHPUT_BPS * rng.lognormal(0, cv, REPETITIONS)
         cur = scale * THROUGHPUT_BPS * rng.lognormal(0, cv, REPETITIONS)
         ci = bootstrap_ratio(base, cur, seed=trial)
-        count += judge(ci.ratio, ci.low, ci.high, dirs.HIGHER, 0.05) == "regression"
+        count += judge(ci.ratio, ci.low, ci.high, direction, 0.05) == "regression"
     return count
 
 
@@ -36,6 +36,11 @@ def test_identical_distributions_rarely_flag_a_regression(cv: float) -> None:
 
 def test_a_15_percent_throughput_drop_is_flagged() -> None:
     assert flagged(0.85, CV, seed=12) >= 0.95 * TRIALS
+
+
+def test_a_15_percent_rise_of_a_lower_is_better_metric_is_flagged() -> None:
+    assert flagged(1.15, CV, seed=13, direction=dirs.LOWER) >= 0.95 * TRIALS
+    assert flagged(0.85, CV, seed=14, direction=dirs.LOWER) == 0  # an improvement
 
 
 def test_mean_ci_uses_the_t_distribution() -> None:
