@@ -217,6 +217,7 @@ def metrics_doc(
         "path_throughput_source": source,
         "ss_paths": ss_p.get("paths", {}),
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
+        "bulk": parts["iperf3"].metrics.get("bulk"),
         "nstat": nstat,
         **kernel_ofo(cap.get("receiver_ooo"), nstat.get(info.receiver, {})),
     }

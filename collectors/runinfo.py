@@ -29,6 +29,11 @@ class RunInfo:
         return str(_dict(self.record.get("traffic")).get("direction") or "download")
 
     @property
+    def tool(self) -> str:
+        """iperf3 or bulk."""
+        return str(_dict(self.record.get("traffic")).get("tool") or "iperf3")
+
+    @property
     def receiver(self) -> str:
         return "client" if self.direction == "download" else "server"
 

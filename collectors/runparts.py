@@ -4,6 +4,7 @@ met (as `file: message`), so one unreadable artifact costs only its own metrics.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,8 +42,11 @@ def read_text(bundle: Path, name: str, part: Part) -> str | None:
 
 
 def iperf3_part(info: RunInfo) -> Part:
-    """`iperf3_bps` (receiver side) and the receiver's interval series."""
+    """`iperf3_bps` (receiver side) and the receiver's interval series; for a bulk
+    transfer, bulk.json as recorded (and no iperf3 figures)."""
     part = Part()
+    if info.tool == "bulk":
+        return bulk_part(info, part)
     results: dict[str, iperf3.Iperf3Result | None] = {}
     for role in ("client", "server"):
         name = f"iperf3-{role}.json"
@@ -58,6 +62,23 @@ def iperf3_part(info: RunInfo) -> Part:
     client = results["client"]
     if client is not None and client.start_unix is not None and len(client.intervals):
         part.series.append(_iperf3_series(client))
+    return part
+
+
+def bulk_part(info: RunInfo, part: Part) -> Part:
+    """bulk.json (bytes, sha256 both ends, receiver seconds) into metrics.json `bulk`."""
+    text = read_text(info.bundle, "bulk.json", part)
+    part.metrics["iperf3_bps"] = None
+    if text is None:
+        return part
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        part.problems.append(f"bulk.json: not the runner's bulk record ({e})")
+        return part
+    part.metrics["bulk"] = doc
     return part
 
 

@@ -239,15 +239,38 @@ def traffic(r: Rig, bundle: Path, duration: float) -> None:
     srv.wait(timeout=duration + 15)
 
 
+def traffic_bulk(r: Rig, bundle: Path, nbytes: int) -> None:
+    """The runner's bulk transfer (mprig.traffic): the client reads every byte before it
+    closes, so no data arrives after the receiver's close."""
+    from mprig.traffic import bulk_argv
+
+    tmp = Path(f"/tmp/{r.prefix}-bulk")
+    tmp.mkdir(exist_ok=True)
+    send = bulk_argv("listen", "0.0.0.0", nbytes, 1, mptcp=True, send=True, out=f"{tmp}/s.json")
+    srv = r.popen("server", send, tmp / "server.log")
+    time.sleep(0.5)
+    recv = bulk_argv("connect", SERVER_ADDR, nbytes, 1, mptcp=True, send=False,
+                     out=f"{tmp}/r.json")  # fmt: skip
+    r.run("client", recv)
+    srv.wait(timeout=30)
+    sent, got = (json.loads((tmp / n).read_text()) for n in ("s.json", "r.json"))
+    doc = {"bytes": sent["bytes"], "sha256_sent": sent["sha256"], "sha256_received":
+           got["sha256"], "bytes_received": got["bytes"], "seconds": got["seconds"]}  # fmt: skip
+    (bundle / "bulk.json").write_text(json.dumps(doc) + "\n")
+
+
 def run_traffic(
-    r: Rig, bundle: Path, duration: float, snaplen: int, hosts: Sequence[str]
+    r: Rig, bundle: Path, duration: float, snaplen: int, hosts: Sequence[str], bulk: int | None
 ) -> dict[str, int]:
     snapshot(r, bundle, "before")
     caps = {h: start_capture(r, h, bundle, snaplen) for h in hosts}
     sampler = SsSampler(r, "server", bundle / "ss-server.txt")
     sampler.start()
     try:
-        traffic(r, bundle, duration)
+        if bulk:
+            traffic_bulk(r, bundle, bulk)
+        else:
+            traffic(r, bundle, duration)
     finally:
         sampler.stop_event.set()
         sampler.join()
@@ -309,11 +332,11 @@ def run_json(r: Rig, bundle: Path, meta: dict[str, object]) -> dict[str, object]
         "links": links,
         "server_addr": SERVER_ADDR,
         "traffic": {
-            "tool": "iperf3",
+            "tool": "bulk" if meta["bulk"] else "iperf3",
             "direction": "download",
             "duration_s": meta["duration"],
             "omit_s": 0,
-            "bytes": None,
+            "bytes": meta["bulk"],
         },
         "capture": {
             "snaplen": meta["snaplen"],
@@ -345,13 +368,15 @@ def make_bundle(
     campaign: str = "h5",
     paths: Sequence[PathDef] = PATHS,
     hosts: Sequence[str] = ("client", "server"),
+    bulk: int | None = None,
 ) -> Path:
-    """Run one real MPTCP download and write its bundle into `bundle` (created)."""
+    """Run one real MPTCP download (iperf3 for `duration`, or a `bulk` transfer of that
+    many bytes) and write its bundle into `bundle` (created)."""
     bundle.mkdir(parents=True)
     with rig(prefix, paths) as r:
         cc = r.run("server", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]).strip()
         started = time.time()
-        drops = run_traffic(r, bundle, duration, snaplen, hosts)
+        drops = run_traffic(r, bundle, duration, snaplen, hosts, bulk)
         meta: dict[str, object] = {
             "cc": cc,
             "duration": duration,
@@ -361,6 +386,7 @@ def make_bundle(
             "ended": time.time(),
             "campaign": campaign,
             "hosts": list(hosts),
+            "bulk": bulk,
         }
         doc = run_json(r, bundle, meta)
     (bundle / "run.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -382,8 +408,8 @@ CROSSCHECK_PATHS = (
 
 if __name__ == "__main__":
     prefix = f"h5g{os.getpid() % 1000}"
-    if len(sys.argv) == 4 and sys.argv[2] == "--crosscheck":
+    if len(sys.argv) == 4 and sys.argv[2] == "--crosscheck":  # a bulk transfer of N bytes
         make_bundle(Path(sys.argv[1]), prefix=prefix, paths=CROSSCHECK_PATHS,
-                    duration=float(sys.argv[3]), hosts=("client",))  # fmt: skip
+                    bulk=int(sys.argv[3]), hosts=("client",))  # fmt: skip
     else:
         make_bundle(Path(sys.argv[1]), prefix=prefix, paths=FIXTURE_PATHS, hosts=("client",))

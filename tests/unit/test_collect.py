@@ -283,3 +283,23 @@ def test_plain_tcp_run_takes_path_throughput_from_ss(tmp_path: Path) -> None:
         "throughput_bps.wifi": acked["wifi"], "throughput_bps.cell": acked["cell"],
     }  # fmt: skip
     assert (got["link_util.wifi"], got["ooo_ratio"]) == (acked["wifi"] / RATES["wifi"], None)
+
+
+def test_bulk_run_keeps_bulk_json_and_has_no_iperf3(tmp_path: Path) -> None:
+    camp = tmp_path / "fx"
+    shutil.copytree(FIXTURE, camp / "bulk")
+    record = json.loads((camp / "bulk" / "run.json").read_text())
+    record["traffic"] |= {"tool": "bulk", "bytes": 1000}
+    record["run_id"] = "bulk"
+    (camp / "bulk" / "run.json").write_text(json.dumps(record))
+    bulk = {"bytes": 1000, "sha256_sent": "ab", "sha256_received": "ab", "bytes_received": 1000,
+            "seconds": 0.5}  # fmt: skip
+    (camp / "bulk" / "bulk.json").write_text(json.dumps(bulk))
+    for name in ("iperf3-client.json", "iperf3-server.json"):
+        (camp / "bulk" / name).unlink()
+    outcome = collect_campaign(camp, Options())
+    doc = json.loads((camp / "bulk" / "metrics.json").read_text())
+    assert (doc["bulk"], doc["iperf3"], doc["row"]["iperf3_bps"]) == (bulk, {}, None)
+    # the artifacts run.json lists changed (two iperf3 files gone, bulk.json new): reported
+    assert outcome.problems == ["bulk/artifact iperf3-client.json is missing"]
+    assert doc["row"]["goodput_bps"] > 0
