@@ -134,3 +134,29 @@ def test_batch_timeout_missing_tool_and_background(tmp_path: Path) -> None:
     assert stop[0].returncode == 0
     assert log.read_text() == "started\n"
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mprig import bundle
+    from mprig.cli import main
+
+    plan = [
+        {"run_id": f"{v}-r1-0000000{i}", "variant": {"name": v}, "repetition": 1}
+        for i, v in enumerate(["mptcp", "tcp", "tcp"])
+    ]
+    bundle.write_json(tmp_path / "campaign.json", {"format": 1, "plan": plan})
+    d = bundle.partial_dir(tmp_path, plan[0]["run_id"])
+    d.mkdir()
+    (d / "client.pcap").write_bytes(b"x")
+    bundle.commit(tmp_path, plan[0]["run_id"], {"status": "complete",
+                                                 "summary": {"throughput_bps": 2.5e7}})  # fmt: skip
+    bundle.partial_dir(tmp_path, plan[1]["run_id"]).mkdir()
+    bundle.commit(tmp_path, plan[1]["run_id"], {"status": "failed", "reason": "client: gone"})
+    assert main(["status", str(tmp_path), "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["status"], r["reason"], r["throughput_bps"]) for r in rows] == [
+        ("complete", "", 2.5e7),
+        ("failed", "failed: client: gone", None),
+        ("missing", "missing", None),
+    ]
+    assert cmd_run.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0), ("tcp", None, 0, 2)]
