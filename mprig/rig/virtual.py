@@ -159,9 +159,8 @@ def _teardown(name: str) -> list[str]:
     _kill_all(name, inodes)
     for ns in netns.existing_namespaces(name):
         netns.delete_namespace(ns)
-    remaining = _leftovers(name, inodes)
-    if not any(r.startswith("process") for r in remaining):
-        shutil.rmtree(state_dir(name), ignore_errors=True)
+    if not any(r.startswith("process") for r in _leftovers(name, inodes)):
+        shutil.rmtree(state_dir(name), ignore_errors=True)  # kept for debugging otherwise
     return [r for r in _leftovers(name, inodes) if not r.startswith("lock file")]
 
 
