@@ -67,3 +67,25 @@ def test_recorded_reordering(result: CaptureAnalysis) -> None:
     keys = ("packets", "ooo_packets", "ooo_max_bytes", "ooo_max_packets", "retransmitted_packets")
     assert tuple(s[k] for k in keys) == (1526, 902, 568872, 420, 42)
     assert [sf["retransmitted_packets"] for sf in s["subflows"]] == [0, 42]
+
+
+NETEM = PCAP.with_name("two_path_netem_vm.pcap")
+
+
+def kernel_counter(name: str) -> int:
+    """A receiver-side MPTcpExt delta saved beside the netem capture (nstat -az)."""
+    text = NETEM.with_suffix(".nstat.txt").read_text()
+    (value,) = [int(line.split()[1]) for line in text.splitlines() if line.split()[:1] == [name]]
+    return value
+
+
+def test_netem_capture_matches_the_kernel_counters() -> None:
+    # 3 000 000 bytes over netem paths (10 and 40 ms, 0.5 % loss each) in the VM; the
+    # receiver's kernel counted its MPTCP out-of-order queue and duplicate data meanwhile.
+    res = analyze_pcap(NETEM)
+    (conn,) = res.connections
+    s = conn.summary()
+    assert (s["delivered_bytes"], s["unmapped_bytes"], res.partial) == (3_000_000, 0, False)
+    ofo = kernel_counter("MPTcpExtOFOQueue")
+    assert abs(s["ooo_arrivals"] - ofo) <= 0.02 * ofo
+    assert s["duplicate_packets"] == kernel_counter("MPTcpExtDuplicateData")
