@@ -18,9 +18,15 @@ from hypothesis import strategies as st
 from collectors.analyze import analyze_pcap
 
 KEY_C, KEY_S = 0x0102030405060708, 0x1112131415161718
+KEY_WRAP = 2371058  # its IDSN ends in 0xffffffbb: 4-byte DSNs wrap within the first block
 MSS = 100
-IDSN_S = int.from_bytes(hashlib.sha256(KEY_S.to_bytes(8, "big")).digest()[-8:], "big")
-TOKEN_S = int.from_bytes(hashlib.sha256(KEY_S.to_bytes(8, "big")).digest()[:4], "big")
+
+
+def token_idsn(key: int) -> tuple[int, int]:
+    digest = hashlib.sha256(key.to_bytes(8, "big")).digest()
+    return int.from_bytes(digest[:4], "big"), int.from_bytes(digest[-8:], "big")
+
+
 SERVER, CLIENTS = bytes([10, 0, 0, 1]), (bytes([10, 0, 1, 2]), bytes([10, 0, 2, 2]))
 
 
@@ -33,10 +39,10 @@ def frame(src: bytes, dst: bytes, sport: int, dport: int, flags: int, seq: int, 
     return b"\x00" * 12 + b"\x08\x00" + ip + tcp + b"\x00" * payload
 
 
-def handshake() -> list[bytes]:
+def handshake(key_s: int) -> list[bytes]:
     c1, c2 = CLIENTS
-    k = struct.pack("!Q", KEY_C), struct.pack("!Q", KEY_S)
-    join_syn_tail = struct.pack("!II", TOKEN_S, 0)
+    k = struct.pack("!Q", KEY_C), struct.pack("!Q", key_s)
+    join_syn_tail = struct.pack("!II", token_idsn(key_s)[0], 0)
     return [
         frame(c1, SERVER, 40001, 5201, 0x02, 100, b"\x1e\x04\x01\x01"),
         frame(SERVER, c1, 5201, 40001, 0x12, 0, b"\x1e\x0c\x01\x01" + k[1]),
@@ -47,11 +53,14 @@ def handshake() -> list[bytes]:
     ]  # fmt: skip
 
 
-def data(sf: int, position: int, block: int) -> bytes:
-    """Block `block` as the `position`-th segment of subflow sf, server -> client."""
-    dss = b"\x1e\x12\x20\x0c" + struct.pack(
-        "!QIH", IDSN_S + 1 + block * MSS, 1 + position * MSS, MSS
-    )
+def data(sf: int, position: int, block: int, idsn: int, dsn8: bool) -> bytes:
+    """Block `block` as the `position`-th segment of subflow sf, server -> client, with an
+    8-byte or a 4-byte DSN."""
+    dsn = (idsn + 1 + block * MSS) % 2**64
+    if dsn8:
+        dss = b"\x1e\x12\x20\x0c" + struct.pack("!QIH", dsn, 1 + position * MSS, MSS)
+    else:
+        dss = b"\x1e\x0e\x20\x04" + struct.pack("!IIH", dsn & 0xFFFFFFFF, 1 + position * MSS, MSS)
     return frame(SERVER, CLIENTS[sf], 5201, 40001 + sf, 0x18, 1 + position * MSS, dss, MSS)
 
 
@@ -139,12 +148,16 @@ def transfers(draw: st.DrawFn) -> tuple[list[list[int]], list[tuple[int, int]]]:
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
-@given(t=transfers())
+@given(t=transfers(), dsn8=st.booleans())
 def test_replay_matches_the_reference_model(
-    tmp_path_factory: pytest.TempPathFactory, t: tuple[list[list[int]], list[tuple[int, int]]]
+    tmp_path_factory: pytest.TempPathFactory,
+    t: tuple[list[list[int]], list[tuple[int, int]]],
+    dsn8: bool,
 ) -> None:
     per_sf, wire = t
-    frames = handshake() + [data(sf, p, per_sf[sf][p]) for sf, p in wire]
+    key = KEY_S if dsn8 else KEY_WRAP
+    idsn = token_idsn(key)[1]
+    frames = handshake(key) + [data(sf, p, per_sf[sf][p], idsn, dsn8) for sf, p in wire]
     path = tmp_path_factory.mktemp("model") / "t.pcap"
     write(path, frames)
     (conn,) = analyze_pcap(path).connections
