@@ -83,7 +83,7 @@ def mutated(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=1500,
+    max_examples=4000,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -94,7 +94,7 @@ def test_core_never_crashes_on_mutated_captures(worker: Worker, data: bytes) -> 
 
 
 @settings(
-    max_examples=300,
+    max_examples=600,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -147,7 +147,7 @@ def transfers(draw: st.DrawFn) -> tuple[list[list[int]], list[tuple[int, int]]]:
     return per_sf, [(sf, next(it[sf])) for sf in order]
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=1000, deadline=None, derandomize=True)
 @given(t=transfers(), dsn8=st.booleans())
 def test_replay_matches_the_reference_model(
     tmp_path_factory: pytest.TempPathFactory,
