@@ -320,6 +320,26 @@ def port_reuse() -> Scenario:
     return sc
 
 
+def signalling_options() -> Scenario:
+    """One segment of data, then every signalling option once on pure ACKs: ADD_ADDR,
+    REMOVE_ADDR, MP_PRIO (backup), MP_FAIL, MP_FASTCLOSE, MP_TCPRST."""
+    sc, s = Scenario(), Sub(CLIENT1, SERVER, 40001)
+    handshake_v1(sc, s)
+    _, i = token_idsn(KEY_SERVER, 1)
+    sc.at(0.10, down(s, 1, i + 1))
+    options = [
+        bytes([0x30, 1]) + bytes([10, 0, 3, 1]) + b"\x00" * 8,  # ADD_ADDR id 1 + HMAC
+        bytes([0x40, 1]),  # REMOVE_ADDR id 1
+        bytes([0x51, 0]),  # MP_PRIO, backup
+        bytes([0x60, 0]) + struct.pack("!Q", i + 1),  # MP_FAIL at a DSN
+        bytes([0x70, 0]) + struct.pack("!Q", KEY_SERVER),  # MP_FASTCLOSE with the key
+        bytes([0x80, 0]),  # MP_TCPRST
+    ]
+    for n, opt in enumerate(options):
+        sc.at(0.11 + n * 0.001, s.pkt(False, "A", s.isn_c + 1, s.isn_s + 1001, opt))
+    return sc
+
+
 def noise_and_reorder() -> Scenario:
     """reorder_two_subflows with ARP, UDP and ICMP-free noise around it."""
     sc = reorder_two_subflows()
@@ -442,6 +462,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         ipv6_subflow,
         both_directions_mpc_data,
         port_reuse,
+        signalling_options,
         noise_and_reorder,
         plain_tcp,
     )

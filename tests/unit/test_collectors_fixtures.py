@@ -263,3 +263,18 @@ def test_cli_text_output(capsys: pytest.CaptureFixture[str]) -> None:
         f"    subflow 0 {S0}: 4 pkts, 533333 bit/s, 0 retrans, 3 ooo",
         f"    subflow 1 {S1}: 3 pkts, 400000 bit/s, 0 retrans, 0 ooo",
     ]
+
+
+def test_signalling_options_are_counted() -> None:
+    s = one("signalling_options.pcap")
+    assert s["mptcp_options"] == {
+        "mappings": 1,
+        "data_fin": 0,
+        "add_addr": 1,
+        "remove_addr": 1,
+        "mp_prio": 1,
+        "mp_fail": 1,
+        "mp_fastclose": 1,
+        "mp_tcprst": 1,
+    }
+    assert [sf["backup"] for sf in s["subflows"]] == [True]  # set by MP_PRIO
