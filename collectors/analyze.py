@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from collectors import metrics
 from collectors.reorder import rfc4737, rfc5236
-from mprig.errors import UsageError
+from mprig.errors import ToolMissing, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -307,7 +307,13 @@ def _file_flags(raw: dict[str, Any]) -> dict[str, bool]:
 
 
 def _run_core(path: str) -> dict[str, Any]:
-    from collectors import _core
+    try:
+        from collectors import _core
+    except ImportError as e:
+        raise ToolMissing(
+            "the compiled capture core collectors/_core is not built: run `make setup` "
+            "(pip install -e . compiles collectors/_core.c; needs gcc and python3-dev)"
+        ) from e
 
     try:
         raw: dict[str, Any] = _core.analyze(path)
