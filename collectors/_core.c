@@ -213,13 +213,18 @@ typedef struct {
 } iface_t;
 
 typedef struct {
+    uint64_t index, offset; /* packet index (1-based) and byte offset of its record */
+    char msg[200];
+} warning_t;
+
+typedef struct {
     subflow_t *sf;
     size_t nsf, capsf;
     conn_t *c;
     size_t nc, capc;
     fmap_t fm;
     tmap_t tm;
-    PyObject *warnings; /* list of (packet index, offset, message) */
+    warning_t warns[MAX_WARNINGS]; /* kept in C so the pass runs without the GIL */
     uint64_t nwarn;
     uint64_t pkt_index, offset;
     int64_t last_ts;
@@ -234,22 +239,16 @@ typedef struct {
 static void warn(state_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(state_t *st, const char *fmt, ...)
 {
-    st->nwarn++;
-    if (st->nwarn > MAX_WARNINGS || !st->warnings)
-        return;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    PyObject *t = Py_BuildValue("(KKs)", (unsigned long long)st->pkt_index,
-                                (unsigned long long)st->offset, msg);
-    if (t) {
-        PyList_Append(st->warnings, t);
-        Py_DECREF(t);
-    } else {
-        PyErr_Clear();
+    if (st->nwarn < MAX_WARNINGS) {
+        warning_t *w = &st->warns[st->nwarn];
+        w->index = st->pkt_index;
+        w->offset = st->offset;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+        va_end(ap);
     }
+    st->nwarn++;
 }
 
 /* ------------------------------------------------------------------------ hash maps */
@@ -1810,17 +1809,36 @@ static void free_state(state_t *st)
     free(st->tm.tok);
 }
 
+static PyObject *warning_list(const state_t *st)
+{
+    size_t n = st->nwarn < MAX_WARNINGS ? st->nwarn : MAX_WARNINGS;
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        const warning_t *w = &st->warns[i];
+        PyObject *t = Py_BuildValue("(KKs)", (unsigned long long)w->index,
+                                    (unsigned long long)w->offset, w->msg);
+        if (!t) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
 static PyObject *build_result(state_t *st)
 {
-    PyObject *out = PyDict_New(), *conns = PyList_New(0);
-    if (!out || !conns || PyDict_SetItemString(out, "connections", conns) ||
-        PyDict_SetItemString(out, "warnings", st->warnings) || conn_list(conns, st) ||
+    PyObject *out = PyDict_New(), *conns = PyList_New(0), *warns = warning_list(st);
+    if (!out || !conns || !warns || PyDict_SetItemString(out, "connections", conns) ||
+        PyDict_SetItemString(out, "warnings", warns) || conn_list(conns, st) ||
         counters(out, st)) {
         Py_XDECREF(out);
         Py_XDECREF(conns);
+        Py_XDECREF(warns);
         return NULL;
     }
     Py_DECREF(conns);
+    Py_DECREF(warns);
     return out;
 }
 
@@ -1837,26 +1855,27 @@ static PyObject *core_analyze(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_DECREF(path);
-    state_t st;
-    memset(&st, 0, sizeof st);
-    st.warnings = PyList_New(0);
-    if (!st.warnings) {
+    state_t *st = calloc(1, sizeof(state_t));
+    if (!st) {
         fclose(f);
-        return NULL;
+        return PyErr_NoMemory();
     }
-    read_file(&st, f);
+    /* The whole pass touches no Python object: other threads may analyse other files. */
+    Py_BEGIN_ALLOW_THREADS
+    read_file(st, f);
     fclose(f);
+    if (!st->oom && !st->fatal[0])
+        finish(st);
+    Py_END_ALLOW_THREADS
     PyObject *res = NULL;
-    if (st.oom)
+    if (st->oom)
         PyErr_NoMemory();
-    else if (st.fatal[0])
-        PyErr_SetString(PyExc_ValueError, st.fatal);
-    else {
-        finish(&st);
-        res = build_result(&st);
-    }
-    Py_DECREF(st.warnings);
-    free_state(&st);
+    else if (st->fatal[0])
+        PyErr_SetString(PyExc_ValueError, st->fatal);
+    else
+        res = build_result(st);
+    free_state(st);
+    free(st);
     return res;
 }
 

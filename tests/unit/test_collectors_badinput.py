@@ -156,3 +156,17 @@ def test_bad_parameters(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         capsys.readouterr().err == "mprig: error: --k must be >= 1 and --bin > 0, got 100 and 0.0\n"
     )
+
+
+def test_captures_analyse_in_parallel_threads() -> None:
+    # The compiled pass releases the GIL: threads give the same answers as one by one.
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = sorted(FIX.glob("*.pcap*"))
+
+    def brief(path: Path) -> list[tuple[int, int]]:
+        res = analyze_pcap(path)
+        return [(int(c.raw["delivered_bytes"]), int(c.raw["ooo_packets"])) for c in res.connections]
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(brief, files * 3)) == [brief(f) for f in files * 3]
