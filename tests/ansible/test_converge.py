@@ -1,0 +1,72 @@
+"""playbooks/site.yml converges on the virtual rig over SSH, and a second run changes nothing.
+
+Natively (this module) the Wi-Fi hop is a veth, so wifi_ap and wifi_client only keep the
+policy routing; tests/ansible/test_converge_vm.py converges the same play in VM mode, where
+the hop is 802.11 (mac80211_hwsim) and hostapd/wpa_supplicant really run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from mprig.rig import hwsim, virtual
+from mprig.rig.host import Rig
+from mprig.spec import Direction
+from mprig.spec import Path as SpecPath
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+NAME = "h7conv"
+D = Direction(rate_mbit=10)
+PATHS = (
+    SpecPath(name="wifi", kind="wifi", down=D, up=D),
+    SpecPath(name="cell", kind="cellular", down=D, up=D),
+)
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def recap(output: str) -> dict[str, tuple[int, int, int]]:
+    """PLAY RECAP per host: (changed, unreachable, failed)."""
+    return {m[1]: (int(m[3]), int(m[4]), int(m[5])) for m in RECAP.finditer(output)}
+
+
+@pytest.fixture(scope="module")
+def converged() -> Iterator[tuple[Rig, str, str]]:
+    virtual.down(NAME)
+    rig = virtual.up(NAME, PATHS)
+    try:
+        yield rig, hwsim.converge(rig), hwsim.converge(rig)
+    finally:
+        virtual.down(NAME)
+
+
+def test_first_run_succeeds_on_every_host(converged: tuple[Rig, str, str]) -> None:
+    first = recap(converged[1])
+    assert sorted(first) == ["ap", "cell", "client", "server"]
+    assert [(host, u, f) for host, (_, u, f) in sorted(first.items())] == [
+        ("ap", 0, 0), ("cell", 0, 0), ("client", 0, 0), ("server", 0, 0)
+    ]  # fmt: skip
+
+
+def test_second_run_changes_nothing(converged: tuple[Rig, str, str]) -> None:
+    assert recap(converged[2]) == {h: (0, 0, 0) for h in ("ap", "cell", "client", "server")}
+
+
+def test_state_the_roles_keep(converged: tuple[Rig, str, str]) -> None:
+    rig = converged[0]
+    client, cell = rig.hosts["client"], rig.hosts["cell"]
+    rules = client.run(["ip", "-4", "rule", "show"]).stdout
+    assert re.findall(r"from (10\.\d\.1\.2) lookup (\d+)", rules) == [
+        ("10.1.1.2", "101"),
+        ("10.2.1.2", "102"),
+    ]
+    routes = client.run(["ip", "-4", "route", "show", "table", "101"]).stdout.split()
+    assert routes[:5] == ["default", "via", "10.1.1.1", "dev", "wlan0"]
+    offloads = cell.run(["ethtool", "-k", "lan0"]).stdout
+    assert re.findall(r"^(tcp-segmentation-offload|generic-segmentation-offload): (\w+)",
+                      offloads, re.M) == [("tcp-segmentation-offload", "off"),
+                                          ("generic-segmentation-offload", "off")]  # fmt: skip
+    assert client.run(["sysctl", "-n", "net.ipv4.tcp_no_metrics_save"]).stdout.strip() == "1"
