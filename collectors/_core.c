@@ -230,7 +230,7 @@ typedef struct {
     int64_t last_ts;
     int have_ts;
     /* file-level counters */
-    uint64_t packets, non_ip, non_tcp, truncated_hdr, truncated_opts, backwards, fragments;
+    uint64_t packets, non_ip, non_tcp, truncated_hdr, truncated_opts, backwards, jumps, fragments;
     uint64_t unknown_link, tcp_packets, mptcp_packets, bytes_read;
     int partial, oom;
     char fatal[256];
@@ -570,25 +570,39 @@ static void drain(state_t *st, dir_t *d)
         q->head = q->n = 0;
 }
 
+#define MAX_PIECES 64
+
 typedef struct {
-    uint64_t s[64], e[64];
+    uint64_t s[MAX_PIECES], e[MAX_PIECES];
     int n;
     uint64_t covered_other, covered;
+    uint64_t next; /* where to resume when more than MAX_PIECES gaps were found */
 } pieces_t;
 
-/* Splits [s, e) into the parts not already in the out-of-order queue. */
+static int add_piece(pieces_t *pc, uint64_t s, uint64_t e)
+{
+    if (pc->n == MAX_PIECES) {
+        pc->next = s;
+        return -1;
+    }
+    pc->s[pc->n] = s;
+    pc->e[pc->n++] = e;
+    return 0;
+}
+
+/* Splits [s, e) into the parts not already in the out-of-order queue (at most MAX_PIECES;
+ * pc->next says where the rest starts). */
 static void uncovered(const dir_t *d, uint64_t s, uint64_t e, int32_t sf, pieces_t *pc)
 {
     const rlist_t *q = &d->q;
     pc->n = 0;
     pc->covered = pc->covered_other = 0;
+    pc->next = e;
     uint64_t cur = s;
     for (size_t i = rl_lower(q, s); i < q->n && q->r[i].s < e; i++) {
         const range_t *r = &q->r[i];
-        if (r->s > cur && pc->n < 64) {
-            pc->s[pc->n] = cur;
-            pc->e[pc->n++] = r->s;
-        }
+        if (r->s > cur && add_piece(pc, cur, r->s))
+            return;
         uint64_t cs = r->s > cur ? r->s : cur, ce = r->e < e ? r->e : e;
         if (ce > cs) {
             pc->covered += ce - cs;
@@ -598,10 +612,8 @@ static void uncovered(const dir_t *d, uint64_t s, uint64_t e, int32_t sf, pieces
         if (r->e > cur)
             cur = r->e;
     }
-    if (cur < e && pc->n < 64) {
-        pc->s[pc->n] = cur;
-        pc->e[pc->n++] = e;
-    }
+    if (cur < e)
+        add_piece(pc, cur, e);
 }
 
 static void queue_insert(state_t *st, dir_t *d, uint64_t s, uint64_t e, int32_t sf, uint32_t pk)
@@ -654,22 +666,29 @@ static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s
     }
     if (s > d->rcv_nxt)
         d->ooo_arrivals++; /* what the kernel's MPTcpExtOFOQueue counts, duplicates included */
-    pieces_t pc;
-    uncovered(d, s, e, sf, &pc);
-    d->dup_bytes += pc.covered;
-    d->reinj_bytes += pc.covered_other;
-    h->reinj_bytes += pc.covered_other;
-    if (pc.n == 0) {
+    int ooo = -1; /* decided by the first new piece: 0 in order, 1 out of order */
+    for (uint64_t from = s; from < e;) {
+        pieces_t pc;
+        uncovered(d, from, e, sf, &pc);
+        d->dup_bytes += pc.covered;
+        d->reinj_bytes += pc.covered_other;
+        h->reinj_bytes += pc.covered_other;
+        for (int i = 0; i < pc.n; i++) {
+            if (ooo < 0) {
+                ooo = pc.s[0] != d->rcv_nxt;
+                if (!ooo) {
+                    deliver(st, d, pc.e[0], sf, 1);
+                    continue;
+                }
+            }
+            queue_insert(st, d, pc.s[i], pc.e[i], sf, ooo && i == 0 && from == s ? 1 : 0);
+        }
+        from = pc.next;
+    }
+    if (ooo < 0) {
         d->dup_pkts++;
         h->dup_pkts++;
         return;
-    }
-    int ooo = pc.s[0] != d->rcv_nxt;
-    for (int i = 0; i < pc.n; i++) {
-        if (i == 0 && !ooo)
-            deliver(st, d, pc.e[0], sf, 1);
-        else
-            queue_insert(st, d, pc.s[i], pc.e[i], sf, i == 0 ? 1 : 0);
     }
     if (ooo) {
         d->ooo_pkts++;
@@ -1319,6 +1338,11 @@ static void on_packet(state_t *st, int64_t t, int lt, const uint8_t *p, uint32_t
                  (long long)(st->last_ts - t));
         t = st->last_ts;
     }
+    if (st->have_ts && t - st->last_ts > INT64_C(3600000000000)) {
+        st->jumps++;
+        if (st->jumps <= 3)
+            warn(st, "timestamp jumps forward by %lld s", (long long)((t - st->last_ts) / 1000000000));
+    }
     st->have_ts = 1;
     st->last_ts = t;
     tcpinfo_t ti;
@@ -1774,6 +1798,7 @@ static int counters(PyObject *o, const state_t *st)
     SET(o, "truncated_headers", U64(st->truncated_hdr));
     SET(o, "truncated_options", U64(st->truncated_opts));
     SET(o, "timestamps_backwards", U64(st->backwards));
+    SET(o, "timestamp_jumps", U64(st->jumps));
     SET(o, "unknown_link", U64(st->unknown_link));
     SET(o, "warnings_total", U64(st->nwarn));
     SET(o, "bytes_read", U64(st->bytes_read));

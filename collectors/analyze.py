@@ -40,6 +40,7 @@ ARRIVAL_DTYPE = np.dtype(
 # One TCP segment with payload in the data direction, retransmissions included.
 PACKET_DTYPE = np.dtype([("t_ns", "<i8"), ("len", "<u4"), ("sf", "<u2"), ("flags", "<u2")])
 NS = 1e9
+MAX_BINS = 1_000_000  # rows of timeseries() at most (see ConnectionAnalysis.series_bin_s)
 
 
 def _endpoint(addr: str, port: int) -> str:
@@ -241,27 +242,34 @@ class ConnectionAnalysis:
             "flags": self.flags(),
         }
 
+    @property
+    def series_bin_s(self) -> float:
+        """The bin width of timeseries(): bin_s, widened so that no series has more than
+        MAX_BINS rows (a capture whose clock jumps would otherwise ask for billions)."""
+        return max(self.bin_s, self.duration_s / MAX_BINS)
+
     def timeseries(self) -> pd.DataFrame:
-        """Per bin of bin_s seconds from the first data segment: goodput, throughput (all
-        and per subflow, bits/s) and the largest out-of-order occupancy in the bin."""
+        """Per bin of series_bin_s seconds from the first data segment: goodput, throughput
+        (all and per subflow, bits/s) and the largest out-of-order occupancy in the bin."""
         import pandas as pd
 
         a, p = self.arrivals, self.packets
         ta, tp = self._times(a["t_ns"]), self._times(p["t_ns"])
-        n = metrics.nbins_for(0.0, self.duration_s, self.bin_s)
+        bin_s = self.series_bin_s
+        n = metrics.nbins_for(0.0, self.duration_s, bin_s)
         delivered = np.diff(a["dlv_bytes"], prepend=np.uint64(0))
         cols: dict[str, Any] = {
-            "t_s": np.arange(n) * self.bin_s,
-            "goodput_bps": metrics.binned_rate_bps(ta, delivered, 0.0, self.bin_s, n),
-            "throughput_bps": metrics.binned_rate_bps(tp, p["len"], 0.0, self.bin_s, n),
+            "t_s": np.arange(n) * bin_s,
+            "goodput_bps": metrics.binned_rate_bps(ta, delivered, 0.0, bin_s, n),
+            "throughput_bps": metrics.binned_rate_bps(tp, p["len"], 0.0, bin_s, n),
         }
         for s in self.subflows:
             m = p["sf"] == s.index
             cols[f"throughput_bps.{s.index}"] = metrics.binned_rate_bps(
-                tp[m], p["len"][m], 0.0, self.bin_s, n
+                tp[m], p["len"][m], 0.0, bin_s, n
             )
-        cols["ooo_bytes_max"] = metrics.binned_level_max(ta, a["ooo_bytes"], 0.0, self.bin_s, n)
-        cols["ooo_packets_max"] = metrics.binned_level_max(ta, a["ooo_pkts"], 0.0, self.bin_s, n)
+        cols["ooo_bytes_max"] = metrics.binned_level_max(ta, a["ooo_bytes"], 0.0, bin_s, n)
+        cols["ooo_packets_max"] = metrics.binned_level_max(ta, a["ooo_pkts"], 0.0, bin_s, n)
         return pd.DataFrame(cols)
 
     def occupancy(self) -> pd.DataFrame:
@@ -302,6 +310,7 @@ def _file_flags(raw: dict[str, Any]) -> dict[str, bool]:
     return {
         "capture_truncated": bool(raw["truncated_options"] or raw["truncated_headers"]),
         "timestamps_backwards": bool(raw["timestamps_backwards"]),
+        "timestamp_jumps": bool(raw["timestamp_jumps"]),
         "partial": bool(raw["partial"]),
     }
 

@@ -320,6 +320,18 @@ def port_reuse() -> Scenario:
     return sc
 
 
+def many_gaps() -> Scenario:
+    """Subflow 1 brings 70 chunks of 10 bytes, each 10 bytes apart (all out of order); then
+    one 1410-byte segment on subflow 0 covers DSN 1..1410: it fills the 70 gaps and the
+    tail (71 new pieces, more than the core handles in one batch) and repeats the 700 queued
+    bytes."""
+    sc, s1, s2, i = two_subflows()
+    for k in range(70):
+        sc.at(0.10 + k * 0.001, down(s2, 1 + 10 * k, i + 11 + 20 * k, 10))
+    sc.at(0.20, down(s1, 1, i + 1, 1410))
+    return sc
+
+
 def signalling_options() -> Scenario:
     """One segment of data, then every signalling option once on pure ACKs: ADD_ADDR,
     REMOVE_ADDR, MP_PRIO (backup), MP_FAIL, MP_FASTCLOSE, MP_TCPRST."""
@@ -462,6 +474,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         ipv6_subflow,
         both_directions_mpc_data,
         port_reuse,
+        many_gaps,
         signalling_options,
         noise_and_reorder,
         plain_tcp,

@@ -131,6 +131,23 @@ def test_timestamps_going_backwards() -> None:
     assert conn.summary()["ooo_packets"] == 3
 
 
+def test_timestamp_jumping_years_ahead(tmp_path: Path) -> None:
+    data = bytearray(REORDER.read_bytes())
+    last = len(data) - 16 - 1082  # the 13th (last) record
+    struct.pack_into("<I", data, last, 0xF0000000)  # seconds: the year 2097
+    path = tmp_path / "jump.pcap"
+    path.write_bytes(bytes(data))
+    res = analyze_pcap(path, bin_s=0.05)
+    assert res.warnings == [
+        f"{path}: packet 13 (offset {last}): timestamp jumps forward by 2326531840 s"
+    ]
+    (conn,) = res.connections
+    assert conn.summary()["flags"]["timestamp_jumps"] is True
+    # The series widens its bins rather than asking for 46 billion rows.
+    ts = conn.timeseries()
+    assert (len(ts), conn.series_bin_s) == (1_000_001, pytest.approx(2326531840.06 / 1e6))
+
+
 def test_cli_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"GARBAGE!")

@@ -31,6 +31,7 @@ NO_FLAGS = {
     "checksum": False,
     "capture_truncated": False,
     "timestamps_backwards": False,
+    "timestamp_jumps": False,
     "partial": False,
 }
 
@@ -278,3 +279,10 @@ def test_signalling_options_are_counted() -> None:
         "mp_tcprst": 1,
     }
     assert [sf["backup"] for sf in s["subflows"]] == [True]  # set by MP_PRIO
+
+
+def test_one_segment_filling_many_gaps() -> None:
+    s = one("many_gaps.pcap")
+    # packets, bytes, delivered, ooo packets, ooo max bytes/packets, retransmitted,
+    # reinjected (the 700 queued bytes seen again on subflow 0), duplicates, unmapped
+    assert counts(s) == (71, 2110, 1410, 70, 700, 70, 0, 700, 0, 0)

@@ -44,6 +44,7 @@ def test_everything_sent_is_delivered_once(result: CaptureAnalysis) -> None:
         "checksum": False,
         "capture_truncated": False,
         "timestamps_backwards": False,
+        "timestamp_jumps": False,
         "partial": False,
     }
     assert s["mptcp_options"]["data_fin"] >= 1
