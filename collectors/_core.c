@@ -152,11 +152,14 @@ typedef struct {
     int fin, rst;
 } half_t;
 
+/* Laid out without padding: keys are hashed and compared as raw bytes. */
 typedef struct {
-    uint8_t fam; /* 4 or 6 */
-    uint8_t src[16], dst[16];
     uint16_t sport, dport;
+    uint16_t fam; /* 4 or 6 */
+    uint8_t src[16], dst[16];
 } fkey_t;
+
+_Static_assert(sizeof(fkey_t) == 38, "fkey_t must have no padding");
 
 typedef struct {
     fkey_t key;       /* direction 0: from the subflow's SYN sender (A) to B */
@@ -255,11 +258,14 @@ static void warn(state_t *st, const char *fmt, ...)
 
 static uint64_t key_hash(const fkey_t *k)
 {
-    uint64_t h = 1469598103934665603ull;
-    const uint8_t *p = (const uint8_t *)k;
-    for (size_t i = 0; i < sizeof(*k); i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+    uint64_t w[5] = {0, 0, 0, 0, 0};
+    memcpy(w, k, sizeof(*k));
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 5; i++) {
+        h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
 }
 
 static int key_eq(const fkey_t *a, const fkey_t *b) { return memcmp(a, b, sizeof(*a)) == 0; }

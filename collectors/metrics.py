@@ -75,18 +75,25 @@ def k_blocks(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> tuple[U64
     is the largest sum of unread in-order bytes and out-of-order bytes from the arrival after
     the previous read up to the arrival that completes the block (seed 001, section IV).
     """
-    held_all = dlv_bytes + ooo_bytes  # minus the bytes read so far, per block below
+    n = len(dlv_pkts)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)
+    # After a read at arrival i the reader waits for dlv_pkts[i] + k: the next block ends at
+    # the first arrival reaching that. Only this pointer chase is a Python loop (per block).
+    step = np.searchsorted(dlv_pkts, dlv_pkts + np.uint64(k), side="left")
+    done = int(np.searchsorted(dlv_pkts, np.uint64(k), side="left"))
     ends: list[int] = []
-    need: list[int] = []
-    start, read_pkts, read_bytes, n = 0, np.uint64(0), np.uint64(0), len(dlv_pkts)
-    while start < n:
-        done = int(np.searchsorted(dlv_pkts, read_pkts + np.uint64(k), side="left"))
-        if done >= n:
-            break
+    while done < n:
         ends.append(done)
-        need.append(int(held_all[start : done + 1].max() - read_bytes))
-        read_pkts, read_bytes, start = dlv_pkts[done], dlv_bytes[done], done + 1
-    return np.asarray(ends, dtype=np.uint64), np.asarray(need, dtype=np.uint64)
+        done = int(step[done])
+    if not ends:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64)
+    end_idx = np.asarray(ends, dtype=np.int64)
+    starts = np.concatenate([[0], end_idx[:-1] + 1])
+    held = (dlv_bytes + ooo_bytes)[: end_idx[-1] + 1]
+    read_before = np.concatenate([[np.uint64(0)], dlv_bytes[end_idx[:-1]]]).astype(np.uint64)
+    need = np.maximum.reduceat(held, starts) - read_before
+    return end_idx.astype(np.uint64), need.astype(np.uint64)
 
 
 def k_block_buffer(dlv_pkts: U64, dlv_bytes: U64, ooo_bytes: U64, k: int) -> U64:

@@ -7,6 +7,8 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectors import _core, metrics
 from collectors.reorder import Rfc4737, Rfc5236, rfc4737, rfc5236
@@ -84,3 +86,29 @@ def test_rfc5236_densities() -> None:
         reorder_density={-1: 2 / 6, 0: 3 / 6, 2: 1 / 6},
         buffer_occupancy_density={0: 4 / 6, 1: 1 / 6, 2: 1 / 6},
     )
+
+
+def _k_blocks_by_hand(
+    dlv_pkts: list[int], dlv_bytes: list[int], ooo: list[int], k: int
+) -> list[int]:
+    """The definition, arrival by arrival."""
+    out, read_pkts, read_bytes, worst = [], 0, 0, 0
+    for p, b, o in zip(dlv_pkts, dlv_bytes, ooo, strict=True):
+        worst = max(worst, b - read_bytes + o)
+        if p - read_pkts >= k:
+            out.append(worst)
+            read_pkts, read_bytes, worst = p, b, 0
+    return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5000)), max_size=60),
+    k=st.integers(1, 6),
+)
+def test_k_block_buffer_matches_its_definition(steps: list[tuple[int, int]], k: int) -> None:
+    pkts = np.cumsum([p for p, _ in steps], dtype=np.uint64)
+    nbytes = np.cumsum([p * 1000 for p, _ in steps], dtype=np.uint64)
+    ooo = np.array([o for _, o in steps], dtype=np.uint64)
+    expected = _k_blocks_by_hand(pkts.tolist(), nbytes.tolist(), ooo.tolist(), k)
+    assert metrics.k_block_buffer(pkts, nbytes, ooo, k).tolist() == expected
