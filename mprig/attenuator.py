@@ -1,8 +1,9 @@
 """Distance on a real rig: programmable RF attenuators, or AP transmit power as a fallback.
 
-A spec's distance d maps to extra attenuation through the log-distance path-loss model the
-virtual rig uses (seed 003: PL(d) = PL(1 m) + 10 n log10(d / 1 m), PL(1 m) = 46.67 dB): the
-radios already sit `physical_m` apart, so the attenuator adds PL(d) - PL(physical_m).
+A spec's distance d maps to extra attenuation through the log-distance path-loss model of
+mprig.wifi, the one the virtual rig uses (seed 003: PL(d) = PL(1 m) + 10 n log10(d / 1 m),
+PL(1 m) = 46.67 dB): the radios already sit `physical_m` apart, so the attenuator adds
+PL(d) - PL(physical_m).
 
 Drivers:
 - `RcdatHttp`: Mini-Circuits RCDAT / RCxDAT attenuators over HTTP (Programming Manual, Ethernet
@@ -15,7 +16,6 @@ Drivers:
 
 from __future__ import annotations
 
-import math
 import re
 import urllib.error
 import urllib.request
@@ -24,29 +24,22 @@ from typing import Protocol
 
 from mprig.errors import HostError, UsageError
 from mprig.rig.host import Host
+from mprig.wifi import Radio, attenuation_db
 
-PL0_DB = 46.67  # path loss at 1 m, 2.4 GHz, isotropic antennas (seed 003)
 RCDAT_STEP_DB = 0.25  # finest step of the RCDAT family
 
 
-def path_loss_db(distance_m: float, exponent: float = 3.0, pl0: float = PL0_DB) -> float:
-    """Log-distance path loss in dB at distance_m (>= 1 m) with the given exponent."""
-    if distance_m < 1.0:
-        raise UsageError(f"distance must be >= 1 m for the path-loss model, got {distance_m}")
-    return pl0 + 10.0 * exponent * math.log10(distance_m)
-
-
 def attenuation_for_distance(
-    distance_m: float, physical_m: float, exponent: float = 3.0, pl0: float = PL0_DB
+    distance_m: float, physical_m: float, radio: Radio | None = None
 ) -> float:
-    """Extra attenuation that makes radios physical_m apart behave as if distance_m apart."""
-    extra = path_loss_db(distance_m, exponent, pl0) - path_loss_db(physical_m, exponent, pl0)
-    if extra < -1e-9:
+    """Extra attenuation that makes radios physical_m apart behave as if distance_m apart
+    (mprig.wifi's path-loss model: the same one the virtual rig uses)."""
+    if distance_m < physical_m:
         raise UsageError(
             f"distance {distance_m} m is shorter than the radios' physical separation "
             f"{physical_m} m: move the radios closer or raise the distance"
         )
-    return max(extra, 0.0)
+    return attenuation_db(distance_m, physical_m, radio or Radio())
 
 
 class Attenuator(Protocol):

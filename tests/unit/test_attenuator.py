@@ -20,9 +20,9 @@ from mprig.attenuator import (
     attenuation_for_distance,
     parse_iw_txpower,
     parse_model,
-    path_loss_db,
 )
 from mprig.errors import HostError, UsageError
+from mprig.wifi import Radio
 
 
 @dataclass
@@ -89,12 +89,10 @@ def fake_rcdat() -> Iterator[tuple[FakeRcdatState, int]]:
     thread.join()
 
 
-def test_path_loss_model_matches_seed_003() -> None:
-    assert [round(path_loss_db(d, 3.0), 2) for d in (1, 10, 100)] == [46.67, 76.67, 106.67]
-
-
 def test_attenuation_is_loss_at_distance_minus_loss_at_bench_separation() -> None:
-    assert round(attenuation_for_distance(50.0, 1.0, exponent=3.0), 3) == 50.969
+    radio = Radio(exponent=3.0)  # PL(d) = 46.6777 + 30 log10(d): 30 dB per decade
+    assert round(attenuation_for_distance(100.0, 1.0, radio), 3) == 60.0
+    assert round(attenuation_for_distance(50.0, 1.0, radio), 3) == 50.969
     assert attenuation_for_distance(2.0, 2.0) == 0.0
     with pytest.raises(UsageError, match="shorter than the radios' physical separation"):
         attenuation_for_distance(1.0, 2.0)
