@@ -102,3 +102,58 @@ class VaultValueLoader(yaml.SafeLoader):
 
 
 VaultValueLoader.add_constructor("!vault", lambda loader, node: loader.construct_scalar(node))
+
+
+def render(template: Path, dest: Path, extra: dict[str, object], tmp_path: Path) -> str:
+    """Render a role template with Ansible's own template module on localhost."""
+    (tmp_path / "vars.yml").write_text(yaml.safe_dump(extra))
+    done = subprocess.run(
+        [str(BIN / "ansible"), "localhost", "-c", "local", "-m", "ansible.builtin.template",
+         "-a", f"src={template} dest={dest} mode=0600", "-e", f"@{tmp_path / 'vars.yml'}"],
+        env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dest.read_text()
+
+
+AP_VARS: dict[str, object] = {
+    "wifi_ap_interface": "wlan0", "wifi_ap_conf_dir": "/run/x", "wifi_ap_instance": "mprig",
+    "wifi_ap_ssid": "lab", "wifi_ap_country": "DE", "wifi_ap_channel": 36, "wifi_ap_mode": "ac",
+    "wifi_ap_passphrase": "correct horse battery",
+}  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/usr/sbin/hostapd").exists(), reason="needs hostapd (make setup)")
+def test_hostapd_validator_accepts_the_rendered_config_and_rejects_a_bad_one(
+    tmp_path: Path,
+) -> None:
+    role = PLAYBOOKS / "roles" / "wifi_ap"
+    conf = tmp_path / "hostapd.conf"
+    text = render(role / "templates" / "hostapd.conf.j2", conf, AP_VARS, tmp_path)
+    assert [ln for ln in text.splitlines() if ln.startswith(("hw_mode", "ieee80211"))] == [
+        "ieee80211d=1", "hw_mode=a", "ieee80211n=1", "ieee80211ac=1",
+    ]  # fmt: skip
+    check = [str(role / "files" / "hostapd-check"), str(conf)]
+    assert subprocess.run(check, capture_output=True, timeout=30).returncode == 0
+    bad = render(role / "templates" / "hostapd.conf.j2", conf,
+                 {**AP_VARS, "wifi_ap_passphrase": "short"}, tmp_path)  # fmt: skip
+    assert "wpa_passphrase=short" in bad
+    done = subprocess.run(check, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr.strip().split(":")[1:]) == (
+        1, [" invalid WPA passphrase length 5 (expected 8..63)"],
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/usr/sbin/wpa_supplicant").exists(), reason="needs wpasupplicant")
+def test_wpa_supplicant_validator_never_prints_the_passphrase(tmp_path: Path) -> None:
+    role = PLAYBOOKS / "roles" / "wifi_client"
+    conf = tmp_path / "wpa.conf"
+    client = {"wifi_client_conf_dir": "/run/x", "wifi_client_ssid": "lab", "wifi_client_bssid": ""}
+    check = [str(role / "files" / "wpa-supplicant-check"), str(conf)]
+    render(role / "templates" / "wpa_supplicant.conf.j2", conf,
+           {**client, "wifi_client_passphrase": "correct horse battery"}, tmp_path)  # fmt: skip
+    assert subprocess.run(check, capture_output=True, timeout=30).returncode == 0
+    render(role / "templates" / "wpa_supplicant.conf.j2", conf,
+           {**client, "wifi_client_passphrase": "secret7"}, tmp_path)  # fmt: skip
+    done = subprocess.run(check, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, "secret7" in done.stdout + done.stderr) == (1, False)
