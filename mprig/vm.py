@@ -16,6 +16,7 @@ writes the status into a file in a shared directory and `run_in_vm` returns that
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -25,9 +26,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -39,6 +41,8 @@ VM_HOSTNAME = "mprig-vm"
 CACHE_DIR = Path(os.environ.get("MPRIG_CACHE", "/var/cache/mprig"))
 SHARE_ROOT = Path("/var/tmp")  # host directory for per-VM exchange dirs (not /tmp: VM has its own)
 BOOT_TIMEOUT = 240.0  # seconds for a software-emulated boot on a busy 2-core machine
+BOOT_LOCK = Path("/tmp/mprig-vm.lock")  # one VM at a time on this machine
+LOCK_WAIT = 1800.0  # seconds a VmSession may wait for another VM to finish
 
 
 def in_vm() -> bool:
@@ -200,10 +204,19 @@ def _vng_argv(
     return [*argv, "--exec", exec_cmd]
 
 
+# virtme-ng gives the guest a generated /etc/shadow with every account locked ("!"); sshd
+# without PAM refuses locked accounts even for key logins, which would lock the virtual
+# rig's Ansible and runner out. Unlock root in the guest's throwaway copy only.
+UNLOCK_ROOT = (
+    "if grep -q '^root:!' /etc/shadow 2>/dev/null; then "
+    "s=$(sed 's/^root:[^:]*:/root:*:/' /etc/shadow) && printf '%s\\n' \"$s\" > /etc/shadow; fi"
+)
+
+
 def _guest_script(argv: Sequence[str], status_file: Path) -> str:
     """Shell script the guest runs: environment, the command, then its exit status."""
     env = {IN_VM_ENV: "1", "PATH": _guest_path(), "HOME": "/tmp"}
-    lines = ["#!/bin/sh", "mkdir -p /run/mprig /run/sshd /var/cache/mprig 2>/dev/null"]
+    lines = ["#!/bin/sh", "mkdir -p /run/mprig /run/sshd /var/cache/mprig 2>/dev/null", UNLOCK_ROOT]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv)]
     lines.append(f"echo $? > {shlex.quote(str(status_file))}")
@@ -215,6 +228,50 @@ def _new_share() -> Path:
     return Path(tempfile.mkdtemp(prefix="mprig-vm-", dir=SHARE_ROOT))
 
 
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
+
+
+def _lock_held_by_ancestor(lock: Path) -> bool:
+    """True when we or an ancestor (`flock LOCK our-command`) already hold the boot lock."""
+    try:
+        ino = os.stat(lock).st_ino
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return False
+    holders = {
+        int(f[4])
+        for f in (ln.split() for ln in locks)
+        if len(f) > 5 and f[4].isdigit() and f[5].rsplit(":", 1)[-1] == str(ino)
+    }
+    return bool(holders & _ancestors())
+
+
+@contextlib.contextmanager
+def boot_lock(lock: Path = BOOT_LOCK) -> Iterator[None]:
+    """Serialize VM boots machine-wide (flock); a no-op when an ancestor already holds it."""
+    if _lock_held_by_ancestor(lock):
+        yield
+        return
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"mprig: waiting for another VM to finish ({lock})", file=sys.stderr)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def run_in_vm(
     argv: list[str],
     rwdirs: list[Path],
@@ -222,29 +279,24 @@ def run_in_vm(
     memory: str = "2G",
     cpus: int = 2,
     timeout: float = 3600.0,
+    console: Path | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> int:
-    """Boot one VM, run argv inside (output streamed to ours), return argv's exit status."""
+    """Boot one VM, run argv inside, return argv's exit status.
+
+    The guest's output is streamed to ours, or written to `console` if given. VM boots are
+    serialized machine-wide with a lock on /tmp/mprig-vm.lock.
+    """
     share = _new_share()
     try:
         status = share / "status"
         (share / "run.sh").write_text(_guest_script(argv, status))
         vng = _vng_argv(share, rwdirs, f"sh {share / 'run.sh'}", memory, cpus)
-        proc = subprocess.Popen(
-            vng, stdin=subprocess.DEVNULL, start_new_session=True, env=_host_env()
-        )
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise MprigError(
-                f"VM run timed out after {timeout:.0f} s: {shlex.join(argv)}"
-            ) from None
-        except KeyboardInterrupt:
-            _kill_group(proc)
-            raise
+        with boot_lock():
+            rc = _run_vng(vng, timeout, console, on_start)
         if not status.exists():
             raise MprigError(
-                f"the VM exited (vng status {proc.returncode}) before {argv[0]} finished; "
+                f"the VM exited (vng status {rc}) before {argv[0]} finished; "
                 "rerun with --no-vm to see whether the command itself fails"
             )
         return int(status.read_text().strip() or "1")
@@ -252,7 +304,35 @@ def run_in_vm(
         shutil.rmtree(share, ignore_errors=True)
 
 
-def _kill_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+def _run_vng(
+    vng: list[str],
+    timeout: float,
+    console: Path | None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None,
+) -> int:
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(open(console, "ab")) if console else None
+        proc = subprocess.Popen(
+            vng,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT if out else None,
+            start_new_session=True,
+            env=_host_env(),
+        )
+        if on_start:
+            on_start(proc)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise MprigError(f"VM run timed out after {timeout:.0f} s") from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -269,46 +349,68 @@ class VmResult:
 
 
 class VmSession:
-    """One VM booted for many commands (tests): an agent inside runs command files that
-    the host drops into a shared directory and writes back exit status and output.
+    """One VM booted (through run_in_vm) for many commands: an agent inside runs command
+    files the host drops into a shared directory, and writes back status and output.
+    Polling, not inotify: inotify does not cross 9p/virtiofs.
 
         with VmSession() as vm:
             assert vm.run(["tc", "qdisc", "show"]).returncode == 0
+        vm.exit_status  # the agent's exit status, as run_in_vm returned it
     """
 
-    def __init__(self, *, memory: str = "2G", cpus: int = 2, rwdirs: Sequence[Path] = ()) -> None:
-        self.memory, self.cpus, self.rwdirs = memory, cpus, list(rwdirs)
+    def __init__(
+        self,
+        *,
+        memory: str = "2G",
+        cpus: int = 2,
+        rwdirs: Sequence[Path] = (),
+        timeout: float = 3600.0,
+        exit_with: int = 0,
+    ) -> None:
+        self.memory, self.cpus, self.rwdirs, self.timeout = memory, cpus, list(rwdirs), timeout
+        self.exit_with = exit_with  # the agent exits with this status (tests propagation)
         self.share = Path()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log: object = None
+        self.exit_status: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def __enter__(self) -> VmSession:
         self.share = _new_share()
         for sub in ("queue", "done"):
             (self.share / sub).mkdir()
-        agent = [sys.executable, "-m", "mprig.vm", "agent", str(self.share)]
-        (self.share / "run.sh").write_text(_guest_script(agent, self.share / "status"))
-        vng = _vng_argv(
-            self.share, self.rwdirs, f"sh {self.share / 'run.sh'}", self.memory, self.cpus
-        )
-        log = open(self.share / "console.log", "wb")
-        self._log = log
-        self.proc = subprocess.Popen(
-            vng,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=_host_env(),
-        )
+        self._thread = threading.Thread(target=self._boot, daemon=True)
+        self._thread.start()
         self._wait_ready()
         return self
 
+    def _boot(self) -> None:
+        agent = [sys.executable, "-m", "mprig.vm", "agent", str(self.share)]
+        try:
+            self.exit_status = run_in_vm(
+                agent,
+                [self.share, *self.rwdirs],
+                memory=self.memory,
+                cpus=self.cpus,
+                timeout=self.timeout,
+                console=self.share / "console.log",
+                on_start=self._started,
+            )
+        except BaseException as e:  # reported by the waiting side
+            self._error = e
+
+    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    def _alive(self) -> None:
+        if self._thread is not None and not self._thread.is_alive():
+            log = (self.share / "console.log").read_text(errors="replace")[-2000:]
+            raise MprigError(f"the VM is gone ({self._error}); console tail: {log}")
+
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + BOOT_TIMEOUT
+        deadline = time.monotonic() + BOOT_TIMEOUT + LOCK_WAIT
         while not (self.share / "ready").exists():
-            if self.proc is not None and self.proc.poll() is not None:
-                raise MprigError(f"the VM exited while booting; see {self.share}/console.log")
+            self._alive()
             if time.monotonic() > deadline:
                 raise MprigError(f"the VM did not boot in {BOOT_TIMEOUT:.0f} s")
             time.sleep(0.2)
@@ -322,8 +424,7 @@ class VmSession:
         done = self.share / "done" / f"{cid}.json"
         deadline = time.monotonic() + timeout + 30
         while not done.exists():
-            if self.proc is not None and self.proc.poll() is not None:
-                raise MprigError(f"the VM died; see {self.share}/console.log")
+            self._alive()
             if time.monotonic() > deadline:
                 raise MprigError(f"no answer from the VM agent for {shlex.join(argv)}")
             time.sleep(0.1)
@@ -336,25 +437,25 @@ class VmSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        (self.share / "stop").touch()
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                _kill_group(self.proc)
-        if self._log is not None:
-            self._log.close()  # type: ignore[attr-defined]
+        (self.share / ".stop").write_text(str(self.exit_with))
+        (self.share / ".stop").rename(self.share / "stop")
+        if self._thread is not None:
+            self._thread.join(timeout=90)
+            if self._thread.is_alive() and self._proc is not None:
+                _kill_group(self._proc)
+                self._thread.join(timeout=10)
         shutil.rmtree(self.share, ignore_errors=True)
 
 
 def agent(share: Path) -> int:
     """Guest side of VmSession: run queued command files until `stop` appears."""
     (share / "ready").touch()
-    while not (share / "stop").exists():
+    stop = share / "stop"
+    while not stop.exists():
         for job in sorted((share / "queue").glob("*.json")):
             _agent_job(job, share / "done" / job.name)
         time.sleep(0.1)
-    return 0
+    return int(stop.read_text().strip() or "0")
 
 
 def _agent_job(job: Path, done: Path) -> None:

@@ -1,0 +1,99 @@
+"""Pure parts of VM mode, doctor and the rig commands (no root, no VM, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mprig import doctor, vm
+from mprig.cmd_rig import render_status
+from mprig.errors import MprigError, ToolMissing
+from mprig.rig.ssh import SshHost
+
+
+def test_find_kernel_takes_the_newest_version(tmp_path: Path) -> None:
+    for name in ("vmlinuz-5.10.0-9-amd64", "vmlinuz-6.1.0-56-amd64", "vmlinuz-6.1.0-9-amd64"):
+        (tmp_path / name).touch()
+    assert vm.find_kernel(tmp_path) == tmp_path / "vmlinuz-6.1.0-56-amd64"
+
+
+def test_find_kernel_without_images_says_what_to_install(tmp_path: Path) -> None:
+    with pytest.raises(ToolMissing, match="apt-get install linux-image-amd64"):
+        vm.find_kernel(tmp_path)
+
+
+def test_choose_mode_honours_no_vm_and_the_vm_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert vm.choose_mode("native") == ("native", "--no-vm given")
+    monkeypatch.setenv(vm.IN_VM_ENV, "1")
+    mode, why = vm.choose_mode("vm")
+    assert (mode, why.startswith("already inside the mprig VM")) == ("native", True)
+    monkeypatch.delenv(vm.IN_VM_ENV)
+    with pytest.raises(MprigError, match="rig mode must be auto, native or vm"):
+        vm.choose_mode("fast")
+
+
+def test_guest_script_sets_the_environment_then_records_the_status() -> None:
+    script = vm._guest_script(["mprig", "run", "a b.yaml"], Path("/var/tmp/x/status"))
+    lines = script.splitlines()
+    assert lines[0] == "#!/bin/sh"
+    assert "export MPRIG_IN_VM=1" in lines
+    assert "export HOME=/tmp" in lines
+    assert lines[-2:] == ["mprig run 'a b.yaml'", "echo $? > /var/tmp/x/status"]
+
+
+def test_boot_lock_nests_instead_of_deadlocking(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    lock.touch()
+    assert vm._lock_held_by_ancestor(lock) is False
+    with vm.boot_lock(lock), vm.boot_lock(lock):  # `flock LOCK mprig ...` is the same case
+        assert vm._lock_held_by_ancestor(lock) is True
+
+
+def test_doctor_render_and_missing_required() -> None:
+    report = {
+        "kernel_release": "6.18.0",
+        "kernel": [
+            {"name": "MPTCP", "ok": True, "detail": "net.mptcp.enabled = 1", "required": True},
+            {"name": "sch_netem", "ok": False, "detail": "missing", "required": False},
+        ],
+        "tools": [
+            {"name": "tc", "ok": False, "detail": "missing: install iproute2", "required": True}
+        ],
+        "vm": [],
+        "rig_mode": "vm",
+        "rig_mode_reason": "sch_netem is missing",
+    }
+    assert doctor.render(report).splitlines() == [
+        "kernel 6.18.0",
+        "kernel:",
+        "  ok      MPTCP                net.mptcp.enabled = 1",
+        "  no      sch_netem            missing",
+        "tools:",
+        "  MISSING tc                   missing: install iproute2",
+        "vm:",
+        "rig mode: vm because sch_netem is missing",
+    ]
+    assert doctor.missing_required(report) == ["tc"]
+
+
+def test_first_version_line_skips_banners() -> None:
+    assert doctor.first_version_line("\nTShark (Wireshark) 4.0.17\nCopyright\n") == (
+        "TShark (Wireshark) 4.0.17"
+    )
+    assert doctor.first_version_line("") == "present"
+
+
+def test_render_status_of_a_rig_that_is_down() -> None:
+    st = {"rig": "h2", "up": False, "mode": "virtual-native", "state_dir": "/run/mprig/h2"}
+    assert render_status({**st, "paths": [], "hosts": {}}) == (
+        "rig h2: down (virtual-native), state /run/mprig/h2"
+    )
+
+
+def test_ssh_argv_runs_inside_the_controller_namespace() -> None:
+    host = SshHost("client", "client", Path("/run/mprig/h2/ssh_config"), "mprig-h2-ctl")
+    assert host.ssh_argv("uname -r") == [
+        "ip", "netns", "exec", "mprig-h2-ctl",
+        "ssh", "-F", "/run/mprig/h2/ssh_config", "client", "--", "uname -r",
+    ]  # fmt: skip
