@@ -8,11 +8,14 @@ the hop is 802.11 (mac80211_hwsim) and hostapd/wpa_supplicant really run.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from mprig.rig import hwsim, virtual
+from mprig.rig import hwsim, provision, virtual
+from mprig.rig import layout as L
 from mprig.rig.host import Rig
 from mprig.spec import Direction
 from mprig.spec import Path as SpecPath
@@ -25,6 +28,7 @@ PATHS = (
     SpecPath(name="wifi", kind="wifi", down=D, up=D),
     SpecPath(name="cell", kind="cellular", down=D, up=D),
 )
+FILES = Path(__file__).with_name("files")
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -70,3 +74,24 @@ def test_state_the_roles_keep(converged: tuple[Rig, str, str]) -> None:
                       offloads, re.M) == [("tcp-segmentation-offload", "off"),
                                           ("generic-segmentation-offload", "off")]  # fmt: skip
     assert client.run(["sysctl", "-n", "net.ipv4.tcp_no_metrics_save"]).stdout.strip() == "1"
+
+
+def test_cellular_modem_mode_against_an_mmcli_test_double(
+    converged: tuple[Rig, str, str], tmp_path: Path
+) -> None:
+    """No LTE modem here: tests/ansible/files/fake-mmcli stands in for ModemManager's mmcli."""
+    fake = tmp_path / "fake-mmcli"
+    shutil.copy(FILES / "fake-mmcli", fake)
+    state = virtual.state_dir(NAME)
+
+    def play() -> str:
+        return provision.apply(
+            state / "inventory", state, netns=L.namespace(NAME, "ctl"),
+            playbook=str(FILES / "cellular-modem.yml"), extra=("-e", f"cellular_mmcli={fake}"),
+        )  # fmt: skip
+
+    first, second = play(), play()
+    assert (recap(first), recap(second)) == ({"client": (1, 0, 0)}, {"client": (0, 0, 0)})
+    calls = (tmp_path / "fake-mmcli.state.calls").read_text()
+    assert calls == "-m any --timeout 60 --simple-connect=apn=internet.example,ip-type=ipv4\n"
+    assert '"msg": "client: lte signal 67 %"' in first
