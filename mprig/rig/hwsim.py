@@ -51,22 +51,32 @@ def ensure_radios(count: int = 2) -> None:
     netns.sh(["modprobe", "mac80211_hwsim", f"radios={count}"])
 
 
-def root_phys() -> list[str]:
-    """Wireless phys still in the root namespace (not yet given to a rig), in order."""
-    out = netns.sh(["iw", "phy"], check=False)
-    phys = re.findall(r"^Wiphy (\S+)$", out, re.M)
+def parse_phys(iw_phy: str) -> list[str]:
+    """Phy names in `iw phy` output, in numeric order."""
+    phys = re.findall(r"^Wiphy (\S+)$", iw_phy, re.M)
     return sorted(phys, key=lambda p: int(re.sub(r"\D", "", p) or 0))
 
 
-def _phy_netdev(ns: str, phy: str) -> str:
-    """The interface of `phy` inside namespace ns (`iw dev` groups them under phy#N)."""
-    out = netns.in_ns(ns, "iw", "dev")
+def phy_interface(iw_dev: str, phy: str) -> str | None:
+    """The interface `iw dev` lists under phy#N for `phy` (phyN), or None."""
     index = phy.removeprefix("phy")
-    block = re.search(rf"^phy#{index}\n((?:\s+.*\n?)*)", out, re.M)
+    block = re.search(rf"^phy#{index}\n((?:[ \t]+.*\n?)*)", iw_dev, re.M)
     name = re.search(r"Interface (\S+)", block.group(1)) if block else None
+    return name.group(1) if name else None
+
+
+def root_phys() -> list[str]:
+    """Wireless phys still in the root namespace (not yet given to a rig), in order."""
+    return parse_phys(netns.sh(["iw", "phy"], check=False))
+
+
+def _phy_netdev(ns: str, phy: str) -> str:
+    """The interface of `phy` inside namespace ns."""
+    out = netns.in_ns(ns, "iw", "dev")
+    name = phy_interface(out, phy)
     if name is None:
         raise HostError(ns, f"no interface for {phy} after moving it in: {out.strip()!r}")
-    return name.group(1)
+    return name
 
 
 def give_radio(ns: str, ifname: str) -> None:
