@@ -49,10 +49,11 @@ def sysctls(variant: Variant) -> dict[str, str]:
         out["net.mptcp.pm_type"] = _pm_type(variant)
         if variant.scheduler is not None:
             out["net.mptcp.scheduler"] = variant.scheduler
-    for name, size in (("rmem", variant.rmem), ("wmem", variant.wmem)):
+    # net.core.[rw]mem_max is not per network namespace (and only caps SO_RCVBUF); the
+    # initial size never exceeds the maximum, so a 50 KB buffer starts at 50 KB.
+    for name, size, initial in (("rmem", variant.rmem, 131072), ("wmem", variant.wmem, 16384)):
         if size is not None:
-            out[f"net.core.{name}_max"] = str(size)
-            out[f"net.ipv4.tcp_{name}"] = f"4096 131072 {size}"
+            out[f"net.ipv4.tcp_{name}"] = f"4096 {min(initial, size)} {size}"
     out.update({full_key(k): v for k, v in variant.sysctls.items()})
     return out
 

@@ -46,7 +46,6 @@ def test_preset_buffers_scheduler_and_extra_sysctls() -> None:
         "net.mptcp.enabled": "1",
         "net.mptcp.pm_type": "0",
         "net.mptcp.scheduler": "blest",
-        "net.core.rmem_max": "1048576",
         "net.ipv4.tcp_rmem": "4096 131072 1048576",
         "net.ipv4.tcp_reordering": "10",
     }
@@ -103,3 +102,13 @@ def test_parse_sysctl_output() -> None:
         "net.ipv4.tcp_rmem": "4096 131072 6291456",
         "net.ipv4.tcp_congestion_control": "cubic",
     }
+
+
+def test_small_receive_buffer_starts_at_its_maximum_and_skips_core_sysctls() -> None:
+    v = Variant(name="m", rmem=50000, wmem=8192)
+    out = knobs.sysctls(v)
+    assert (out["net.ipv4.tcp_rmem"], out["net.ipv4.tcp_wmem"]) == (
+        "4096 50000 50000",
+        "4096 8192 8192",
+    )
+    assert not [k for k in out if k.startswith("net.core.")]
