@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from mprig.errors import UsageError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from reports.references import Check
     from reports.results import Results
 
@@ -197,13 +199,14 @@ def _axis_column(results: Results, axis: str) -> str | None:
 
 
 def comparison_rows(results: Results, comp: Comparison) -> list[dict[str, str]]:
-    """Per axis value: every variant's mean throughput (Mbit/s) and its gain over the
-    baseline (%); runs that did not complete are left out."""
+    """Per axis value: every variant's mean throughput (Mbit/s, see `throughput_bps`) and its
+    gain over the baseline (%); runs that did not complete are left out."""
     column = _axis_column(results, comp.axis)
-    done = results.complete
-    if column is None or done.empty or "throughput_bps" not in done.columns:
+    done = results.complete.copy()
+    if column is None or done.empty:
         return []
-    means = done.groupby([column, "variant"])["throughput_bps"].mean() / 1e6
+    done["_mbit"] = throughput_bps(done) / 1e6
+    means = done.groupby([column, "variant"])["_mbit"].mean()
     rows = []
     for value in sorted(done[column].dropna().unique()):
         row = {comp.axis: _fmt(value)}
@@ -215,6 +218,18 @@ def comparison_rows(results: Results, comp: Comparison) -> list[dict[str, str]]:
                 row[f"{variant} gain %"] = _fmt(100 * (mbit / base - 1) if base else math.nan)
         rows.append(row)
     return rows
+
+
+def throughput_bps(runs: pd.DataFrame) -> pd.Series:
+    """Per run: iperf3's receiver throughput where recorded, else the capture's aggregate
+    throughput, else the sum of the per-path throughputs (plain TCP runs)."""
+    import pandas as pd
+
+    per_path = [c for c in runs.columns if c.startswith("throughput_bps.")]
+    nan = pd.Series(float("nan"), index=runs.index)
+    out = runs["iperf3_bps"] if "iperf3_bps" in runs.columns else nan
+    out = out.fillna(runs["throughput_bps"] if "throughput_bps" in runs.columns else nan)
+    return out.fillna(runs[per_path].sum(axis=1, min_count=1) if per_path else nan)
 
 
 def _fmt(value: Any) -> str:

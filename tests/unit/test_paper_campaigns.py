@@ -147,7 +147,8 @@ def test_comparison_rows_give_gain_over_the_baseline_per_axis_value() -> None:
             "variant": "tcp_best",
             "status": "complete",
             axis: 0.0,
-            "throughput_bps": 10e6,
+            "throughput_bps": float("nan"),  # plain TCP: only the per-path value
+            "throughput_bps.p1": 10e6,
         },
         {
             "run_id": "c",
