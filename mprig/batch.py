@@ -4,14 +4,15 @@ A run applies some sixty commands; one SSH call each costs a quarter second on a
 machine and far more under VM emulation. The runner instead sends each host, per stage, one
 bash script built here from the argv lists (each quoted with shlex): it runs them in order,
 stops at the first failure, starts background commands detached in their own session, and
-prints one line per command: index, status, start and end time, pid, base64 stdout and
-stderr. No interpreter starts on the host (a Python start costs a second under emulation).
+prints per command its output between markers with status, times and pid. Nothing but the
+commands themselves is executed (an exec costs a good fraction of a second under emulation).
 Every argv is still logged one by one in run.json.
 """
 
 from __future__ import annotations
 
-import base64
+import re
+import secrets
 import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,19 +24,16 @@ from mprig.rig.host import Host
 
 MARK = "@@mprig"
 KILLED = 137  # `timeout -s KILL` status: reported as -9
-PRELUDE = (
-    'D=$(mktemp -d "${TMPDIR:-/tmp}/mprig-batch.XXXXXX") || exit 99\n'
-    "trap 'rm -rf \"$D\"' EXIT\n"
-    'out() { printf "%s %s %s %s %s %s %s %s\\n" ' + MARK + ' "$1" "$2" "$3" "$EPOCHREALTIME" '
-    '"$4" "$(base64 -w0 < "$D/o")" "$(base64 -w0 < "$D/e")"; }\n'
-)
+# Under VM emulation every exec costs a good fraction of a second, so the script runs
+# nothing but the commands themselves: bash builtins for time, stderr and markers.
+PRELUDE = 'export LC_ALL=C\nE="${TMPDIR:-/tmp}/mprig-batch.$$.err"\ntrap \'rm -f "$E"\' EXIT\n'
 
 
 # Background commands lead their own session (pgid == pid): `stop` signals the group, waits
 # until its leader is gone (or a zombie), then KILLs whatever is left.
 STOP_SCRIPT = (
-    'alive() { for p in "$@"; do s=$(sed "s/.*) //" "/proc/$p/stat" 2>/dev/null | cut -c1); '
-    '[ -n "$s" ] && [ "$s" != Z ] && return 0; done; return 1; }; '
+    'alive() { for p in "$@"; do s=; read -r s < "/proc/$p/stat" 2>/dev/null; s=${s##*) }; '
+    '[ -n "$s" ] && [ "${s%% *}" != Z ] && return 0; done; return 1; }; '
     'sig=$1; shift; for p in "$@"; do kill -s "$sig" -- "-$p" 2>/dev/null; done; '
     'i=0; while alive "$@" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; '
     'for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; exit 0'
@@ -51,6 +49,7 @@ class Cmd:
     log: str | None = None  # background: remote file for stdout+stderr; pid in log.pid
     check: bool = True  # a failure stops the batch
     transient: bool = False  # a failure is worth a retry (a readiness wait timing out)
+    enforce_timeout: bool = False  # kill it at `timeout` (else the batch's SSH timeout bounds it)
 
 
 @dataclass(frozen=True)
@@ -76,44 +75,45 @@ class Batch:
         self.by_host.setdefault(host, []).append(cmd)
 
 
-def script(cmds: Sequence[Cmd]) -> str:
-    """The bash program that runs cmds in order (see the module docstring)."""
+def script(cmds: Sequence[Cmd], token: str) -> str:
+    """The bash program that runs cmds in order. Per command it prints a start marker, the
+    command's stdout, an end marker (status, time, pid), its stderr and a done marker;
+    `token` makes the markers impossible to forge from command output."""
+    m = f"{MARK}{token}"
     lines = [PRELUDE]
     for i, c in enumerate(cmds):
         argv = shlex.join(c.argv)
+        lines.append(f'printf "\\n{m} {i} %s\\n" "$EPOCHREALTIME"\n')
         if c.log:
-            log = shlex.quote(c.log)
-            pid = shlex.quote(f"{c.log}.pid")
-            lines.append(
-                f"t=$EPOCHREALTIME; setsid {argv} > {log} 2>&1 < /dev/null & p=$!; "
-                f'echo "$p" > {pid}; : > "$D/o"; : > "$D/e"; out {i} 0 "$t" "$p"\n'
-            )
-            continue
-        lines.append(
-            f't=$EPOCHREALTIME; timeout -s KILL {c.timeout:g} {argv} > "$D/o" 2> "$D/e" '
-            f'< /dev/null; rc=$?; out {i} "$rc" "$t" -\n'
-        )
+            log, pid = shlex.quote(c.log), shlex.quote(f"{c.log}.pid")
+            lines.append(f'setsid {argv} > {log} 2>&1 < /dev/null & p=$!; echo "$p" > {pid}\n')
+            lines.append(': > "$E"; rc=0\n')
+        else:
+            limit = f"timeout -s KILL {c.timeout:g} " if c.enforce_timeout else ""
+            lines.append(f'{limit}{argv} 2> "$E" < /dev/null; rc=$?; p=-\n')
+        lines.append(f'printf "\\n{m}-end %s %s %s\\n" "$rc" "$EPOCHREALTIME" "$p"\n')
+        lines.append(f'err=; IFS= read -r -d "" err < "$E"; printf "%s\\n{m}-done\\n" "$err"\n')
         if c.check:
             lines.append('[ "$rc" -eq 0 ] || exit 0\n')
     return "".join(lines)
 
 
-def parse(host: str, cmds: Sequence[Cmd], text: str) -> list[Done]:
-    """The script's answer lines, one Done per command that ran."""
+def parse(host: str, cmds: Sequence[Cmd], text: str, token: str) -> list[Done]:
+    """The script's output, one Done per command that ran."""
+    m = re.escape(f"{MARK}{token}")
+    pattern = re.compile(
+        rf"\n{m} (\d+) (\S+)\n(.*?)\n{m}-end (-?\d+) (\S+) (\S+)\n(.*?)\n{m}-done\n", re.S
+    )
     done = []
-    for line in text.splitlines():
-        parts = line.split(" ")
-        if len(parts) != 8 or parts[0] != MARK:
-            continue
-        _, i, rc, start, end, pid, out, err = parts
+    for i, start, out, rc, end, pid, err in pattern.findall(text):
         code = int(rc)
         done.append(
             Done(
                 host=host,
                 cmd=cmds[int(i)],
                 returncode=-9 if code == KILLED else code,
-                stdout=_b64(out),
-                stderr=_b64(err),
+                stdout=out,
+                stderr=err,
                 seconds=round(float(end) - float(start), 3),
                 pid=int(pid) if pid.isdigit() else None,
             )
@@ -121,17 +121,14 @@ def parse(host: str, cmds: Sequence[Cmd], text: str) -> list[Done]:
     return done
 
 
-def _b64(text: str) -> str:
-    return base64.b64decode(text).decode("utf-8", "replace")
-
-
 def run_on(host: Host, cmds: Sequence[Cmd]) -> list[Done]:
     """Run cmds in order on one host in one round trip (stops after the first failure)."""
     if not cmds:
         return []
     budget = sum(c.timeout for c in cmds if c.log is None) + 30
-    r = host.run(["bash", "-c", script(cmds)], timeout=budget, check=False)
-    done = parse(host.name, cmds, r.stdout)
+    token = secrets.token_hex(8)
+    r = host.run(["bash", "-c", script(cmds, token)], timeout=budget, check=False)
+    done = parse(host.name, cmds, r.stdout, token)
     if r.returncode != 0 or not done:
         err = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1]
         raise HostError(host.name, f"command batch failed: {err}", transient=True)

@@ -194,7 +194,7 @@ def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
     host, argv = cmds.client
     limit = traffic.timeout_s(a.run.traffic)
     b = Batch()
-    b.add(host, Cmd(argv, timeout=limit, check=False))
+    b.add(host, Cmd(argv, timeout=limit, check=False, enforce_timeout=True))
     d = a.stage("traffic", b)[host][0]
     if d.returncode == -9:
         raise RunFailed(

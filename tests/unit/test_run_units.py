@@ -117,10 +117,17 @@ def test_batch_runs_commands_in_order_and_stops_at_failure() -> None:
     ]
 
 
+def test_batch_output_is_returned_byte_for_byte() -> None:
+    tricky = "no newline at the end\n\n@@mprig 0 1.0\n@@mprig-end 0 1 -\n\t x"
+    cmds = [batch.Cmd(["printf", "%s", tricky]), batch.Cmd(["printf", "\n\n"])]
+    done = batch.run_on(LocalHost(), cmds)  # type: ignore[arg-type]
+    assert [(d.stdout, d.stderr, d.returncode) for d in done] == [(tricky, "", 0), ("\n\n", "", 0)]
+
+
 def test_batch_timeout_missing_tool_and_background(tmp_path: Path) -> None:
     log = tmp_path / "bg.log"
     cmds = [
-        batch.Cmd(["sleep", "5"], timeout=0.2, check=False),
+        batch.Cmd(["sleep", "5"], timeout=0.2, check=False, enforce_timeout=True),
         batch.Cmd(["no-such-tool-h3"], check=False),
         batch.Cmd(["sh", "-c", "echo started; exec sleep 30"], log=str(log)),
         batch.Cmd(["sh", "-c", 'until grep -q started "$1"; do sleep 0.01; done', "w", str(log)]),
