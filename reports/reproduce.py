@@ -99,8 +99,9 @@ PAPERS: dict[str, PaperPlan] = {
             "Congestion control: the paper ran coupled congestion control (RFC 6356 LIA); "
             "upstream Linux has none, so every variant runs uncoupled Reno.",
             "Table I: the paper gives neither rates nor base delays for the Linux study it "
-            "quotes; the campaign uses two 10 Mbit/s paths with a 10 ms base round trip and adds "
-            "the difference as one-way delay on the second path's data direction.",
+            "quotes; the campaign uses two 10 Mbit/s paths (20-packet queues, 10 ms base "
+            "round trip) and adds the difference as one-way delay on the second path's data "
+            "direction.",
         ),
         wifi=True,
     ),
