@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mprig import capture, impair, knobs, traffic
+from mprig import capture, impair, knobs, traffic, wifi
 from mprig.errors import UsageError
 from mprig.plan import Run
 from mprig.rig.host import PathLink
@@ -49,7 +49,7 @@ def build(
     for path in run.paths:
         if path.name not in by_name:
             raise UsageError(f"path {path.name!r} is not on the rig (rig paths: {list(by_name)})")
-        setup += impair.apply_commands(path, by_name[path.name])
+        setup += impair.apply_commands(wifi.effective_path(path), by_name[path.name])
         teardown += impair.clear_commands(by_name[path.name])
     bind = knobs.bind_link(run.variant, links).client_addr
     server, client = _traffic(run, server_addr, bind, rig, iperf3_mptcp_flag)

@@ -9,21 +9,11 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from mprig import presets
 from mprig.errors import ToolMissing, UsageError
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
 
-# Reordering-recovery presets (the papers' NoPR, D-SACK, F-RTO, Eifel) as Linux sysctls.
-# Linux has no separate Eifel switch: its timestamp-based undo is Eifel detection.
-RECOVERY_PRESETS: dict[str, dict[str, str]] = {
-    "nopr": {"tcp_dsack": "0", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
-    "dsack": {"tcp_dsack": "1", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
-    "frto": {"tcp_dsack": "0", "tcp_frto": "2", "tcp_recovery": "0", "tcp_timestamps": "1"},
-    "eifel": {"tcp_dsack": "0", "tcp_frto": "0", "tcp_recovery": "0", "tcp_timestamps": "1"},
-}
-# Kernel defaults of the reordering knobs, set when a variant names no preset so that one
-# run's preset never leaks into the next.
-RECOVERY_DEFAULTS = {"tcp_dsack": "1", "tcp_frto": "2", "tcp_recovery": "1", "tcp_timestamps": "1"}
 PM_TYPES = {"kernel": "0", "userspace": "1"}  # net.mptcp.pm_type
 MPTCP_LIMIT = "8"  # subflows and add_addr_accepted on both ends: one per path, up to eight
 _KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
@@ -37,13 +27,13 @@ def full_key(key: str) -> str:
 
 
 def sysctls(variant: Variant) -> dict[str, str]:
-    """Every sysctl a variant sets on client and server, in the order they are applied."""
-    if variant.recovery is not None and variant.recovery not in RECOVERY_PRESETS:
-        known = ", ".join(RECOVERY_PRESETS)
-        raise UsageError(f"variant {variant.name}: recovery {variant.recovery!r} not in {known}")
-    values = dict(RECOVERY_PRESETS.get(variant.recovery or "", RECOVERY_DEFAULTS))
-    values["tcp_congestion_control"] = variant.cc
-    out = {full_key(k): v for k, v in values.items()}
+    """Every sysctl a variant sets on client and server, in the order they are applied.
+
+    The reordering-recovery preset (mprig.presets; the kernel's defaults, "linux", when the
+    variant names none) is always set in full, so one run's preset never leaks into the next.
+    """
+    out = presets.recovery_sysctls(variant.recovery or "linux")
+    out["net.ipv4.tcp_congestion_control"] = presets.cc_algorithm(variant.cc)
     if variant.protocol == "mptcp":
         out["net.mptcp.enabled"] = "1"
         out["net.mptcp.pm_type"] = _pm_type(variant)

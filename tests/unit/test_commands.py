@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from mprig import commands
 from mprig.plan import Run
 from mprig.rig.host import PathLink
@@ -34,10 +36,11 @@ def make_run(variant: Variant, traffic: Traffic | None = None) -> Run:
 
 def test_mptcp_download_full_command_list() -> None:
     cmds = commands.for_run(make_run(Variant(name="mptcp")), LINKS, server_addr="10.9.0.1")
-    sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_dsack=1", "net.ipv4.tcp_frto=2",
-              "net.ipv4.tcp_recovery=1", "net.ipv4.tcp_timestamps=1",
-              "net.ipv4.tcp_congestion_control=cubic", "net.mptcp.enabled=1",
-              "net.mptcp.pm_type=0"]  # fmt: skip
+    sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_sack=1", "net.ipv4.tcp_dsack=1",
+              "net.ipv4.tcp_frto=2", "net.ipv4.tcp_timestamps=1", "net.ipv4.tcp_recovery=1",
+              "net.ipv4.tcp_early_retrans=3", "net.ipv4.tcp_reordering=3",
+              "net.ipv4.tcp_max_reordering=300", "net.ipv4.tcp_congestion_control=cubic",
+              "net.mptcp.enabled=1", "net.mptcp.pm_type=0"]  # fmt: skip
     limits = ["ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"]
     netem = ["tc", "qdisc", "replace", "dev"]
     d = "/tmp/mprig-virtual/r1"
@@ -171,3 +174,22 @@ def test_bulk_download_server_sends() -> None:
             "10.1.1.2",
         ],
     )
+
+
+def test_wifi_distance_goes_through_the_channel_model() -> None:
+    from mprig import impair, wifi
+
+    far = Path(
+        name="wifi",
+        kind="wifi",
+        distance_m=60,
+        wifi_standard="11g",
+        down=Direction(rate_mbit=54, delay_ms=1),
+        up=Direction(rate_mbit=54, delay_ms=1),
+    )
+    run = dataclasses.replace(make_run(Variant(name="m")), paths=(far, PATHS[1]))  # fmt: skip
+    setup = commands.build(run, LINKS).setup
+    model = wifi.effective_path(far)
+    assert ("ap", ["tc", "qdisc", "replace", "dev", "ap-c", "root", "netem",
+                   *impair.netem_args(model.down)]) in setup  # fmt: skip
+    assert model.down.rate_mbit != 54

@@ -16,12 +16,22 @@ LINKS = (
 )
 
 
+# The kernel's own reordering defaults (mprig.presets "linux"), set when a variant names none.
+LINUX = {
+    "net.ipv4.tcp_sack": "1",
+    "net.ipv4.tcp_dsack": "1",
+    "net.ipv4.tcp_frto": "2",
+    "net.ipv4.tcp_timestamps": "1",
+    "net.ipv4.tcp_recovery": "1",
+    "net.ipv4.tcp_early_retrans": "3",
+    "net.ipv4.tcp_reordering": "3",
+    "net.ipv4.tcp_max_reordering": "300",
+}
+
+
 def test_default_mptcp_variant_sysctls() -> None:
     assert knobs.sysctls(Variant(name="mptcp")) == {
-        "net.ipv4.tcp_dsack": "1",
-        "net.ipv4.tcp_frto": "2",
-        "net.ipv4.tcp_recovery": "1",
-        "net.ipv4.tcp_timestamps": "1",
+        **LINUX,
         "net.ipv4.tcp_congestion_control": "cubic",
         "net.mptcp.enabled": "1",
         "net.mptcp.pm_type": "0",
@@ -38,29 +48,31 @@ def test_preset_buffers_scheduler_and_extra_sysctls() -> None:
         sysctls={"net.ipv4.tcp_reordering": "10", "net.ipv4.tcp_dsack": "1"},
     )
     assert knobs.sysctls(v) == {
+        "net.ipv4.tcp_sack": "0",
         "net.ipv4.tcp_dsack": "1",  # the explicit sysctl wins over the preset
         "net.ipv4.tcp_frto": "0",
+        "net.ipv4.tcp_timestamps": "0",
         "net.ipv4.tcp_recovery": "0",
-        "net.ipv4.tcp_timestamps": "1",
+        "net.ipv4.tcp_early_retrans": "0",
+        "net.ipv4.tcp_reordering": "10",  # likewise
+        "net.ipv4.tcp_max_reordering": "3",
         "net.ipv4.tcp_congestion_control": "reno",
         "net.mptcp.enabled": "1",
         "net.mptcp.pm_type": "0",
         "net.mptcp.scheduler": "blest",
         "net.ipv4.tcp_rmem": "4096 131072 1048576",
-        "net.ipv4.tcp_reordering": "10",
     }
 
 
 def test_unknown_recovery_preset_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="recovery 'door' not in nopr, dsack, frto, eifel"):
+    with pytest.raises(UsageError, match="recovery 'door' is not a preset"):
         knobs.sysctls(Variant(name="v", recovery="door"))
 
 
 def test_tcp_variant_sets_no_mptcp_sysctls_and_one_endpoint() -> None:
     v = Variant(name="tcp_cell", protocol="tcp", path="cell")
     cmds = knobs.apply_commands(v, LINKS)
-    sysctl = ["sysctl", "-q", "-w", "net.ipv4.tcp_dsack=1", "net.ipv4.tcp_frto=2",
-              "net.ipv4.tcp_recovery=1", "net.ipv4.tcp_timestamps=1",
+    sysctl = ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in LINUX.items()),
               "net.ipv4.tcp_congestion_control=cubic"]  # fmt: skip
     limits = ["ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"]
     assert cmds == [
