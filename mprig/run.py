@@ -396,7 +396,7 @@ def host_facts(rig: Rig) -> tuple[dict[str, dict[str, Any]], bool]:
 
 SWEEP_SCRIPT = (
     'for f in "$1"/*/"$2"/*.pid; do [ -s "$f" ] && kill -s KILL -- "-$(cat "$f")" 2>/dev/null; '
-    'done; rm -rf "$1"/*/"$2" "$1"/*/"$2".tar; exit 0'
+    'done; rm -rf "$1"/*/"$2" "$1"/*/"$2".tar; rmdir "$1"/* "$1" 2>/dev/null; exit 0'
 )
 
 
