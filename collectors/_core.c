@@ -150,6 +150,7 @@ typedef struct {
     uint64_t ooo_pkts, dup_pkts, dup_bytes, reinj_bytes, unmapped_bytes, mapped_bytes;
     int64_t first_ts, last_ts;
     int fin, rst;
+    uint64_t batch; /* counts releases: segments released together may share one skb */
 } half_t;
 
 /* Laid out without padding: keys are hashed and compared as raw bytes. */
@@ -183,6 +184,9 @@ typedef struct {
     buf_t arr, pkts;
     uint64_t dlv_bytes, dlv_pkts, ooo_pkts, ooo_arrivals, dup_pkts, dup_bytes, reinj_bytes;
     uint64_t ooo_max_bytes, ooo_max_pkts, data_fin, fallback, map_count, csum_maps;
+    /* the previous arrival, to tell chunks the kernel would have received as one skb */
+    int32_t tag_sf;
+    uint64_t tag_batch, tag_map, tag_end;
 } dir_t;
 
 typedef struct {
@@ -645,10 +649,23 @@ static void record_arrival(state_t *st, dir_t *d, int64_t t, uint64_t s, uint64_
 }
 
 /* A mapped chunk [s, e) of relative DSN space reaches the connection level at time t. */
+/* Whether the chunk continues the previous one inside one skb as the kernel would see it:
+ * same subflow, released in the same batch, same mapping, contiguous. */
+static int same_skb(dir_t *d, int32_t sf, uint64_t batch, uint64_t map, uint64_t s, uint64_t e)
+{
+    int same = d->tag_sf == sf && d->tag_batch == batch && d->tag_map == map && d->tag_end == s;
+    d->tag_sf = sf;
+    d->tag_batch = batch;
+    d->tag_map = map;
+    d->tag_end = e;
+    return same;
+}
+
 static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s, uint64_t e,
-                         int32_t sf)
+                         int32_t sf, uint64_t map)
 {
     uint64_t s0 = s, len0 = e - s;
+    int one_skb = same_skb(d, sf, h->batch, map, s, e);
     if (!d->inited) {
         d->rcv_nxt = s;
         d->inited = 1;
@@ -670,7 +687,7 @@ static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s
         h->reinj_bytes += o;
         s = d->rcv_nxt;
     }
-    if (s > d->rcv_nxt)
+    if (s > d->rcv_nxt && !one_skb)
         d->ooo_arrivals++; /* what the kernel's MPTcpExtOFOQueue counts, duplicates included */
     int ooo = -1; /* decided by the first new piece: 0 in order, 1 out of order */
     for (uint64_t from = s; from < e;) {
@@ -770,7 +787,7 @@ static uint64_t map_feed(state_t *st, conn_t *c, subflow_t *sfp, int dir, int64_
         uint64_t pe = m->ssn + m->len < e ? m->ssn + m->len : e;
         uint64_t ds = m->dsn + (s - m->ssn) - d->base;
         h->mapped_bytes += pe - s;
-        conn_arrival(st, d, h, t, ds, ds + (pe - s), sfp->idx);
+        conn_arrival(st, d, h, t, ds, ds + (pe - s), sfp->idx, m->ssn);
         s = pe;
     }
     return s;
@@ -840,6 +857,7 @@ static void subflow_data(state_t *st, subflow_t *sfp, int dir, int64_t t, uint64
         hold(st, h, s, e);
         return;
     }
+    h->batch++;
     release(st, sfp, dir, t, h->rcv_nxt, e);
     h->rcv_nxt = e;
     rlist_t *l = &h->held;

@@ -320,6 +320,21 @@ def port_reuse() -> Scenario:
     return sc
 
 
+def held_release_one_skb() -> Scenario:
+    """Subflow 0 loses the first of three segments under one 3000-byte mapping; the other
+    two wait in subflow reassembly until the retransmission; all three then reach MPTCP
+    together, out of order (subflow 1's DSN 1 comes last). The kernel would have coalesced
+    them into one skb: one OFO-queue event for three out-of-order packets."""
+    sc, s1, s2, i = two_subflows()
+    sc.at(0.10, down(s1, 1001, None))
+    sc.at(0.11, down(s1, 2001, None))
+    p1 = down(s1, 1, None)
+    p1[TCP].options = [(30, dss(i + 1001, 1, 3 * MSS))]
+    sc.at(0.12, p1)
+    sc.at(0.13, down(s2, 1, i + 1))
+    return sc
+
+
 def many_gaps() -> Scenario:
     """Subflow 1 brings 70 chunks of 10 bytes, each 10 bytes apart (all out of order); then
     one 1410-byte segment on subflow 0 covers DSN 1..1410: it fills the 70 gaps and the
@@ -474,6 +489,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         ipv6_subflow,
         both_directions_mpc_data,
         port_reuse,
+        held_release_one_skb,
         many_gaps,
         signalling_options,
         noise_and_reorder,

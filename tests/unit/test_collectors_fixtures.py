@@ -286,3 +286,9 @@ def test_one_segment_filling_many_gaps() -> None:
     # packets, bytes, delivered, ooo packets, ooo max bytes/packets, retransmitted,
     # reinjected (the 700 queued bytes seen again on subflow 0), duplicates, unmapped
     assert counts(s) == (71, 2110, 1410, 70, 700, 70, 0, 700, 0, 0)
+
+
+def test_segments_released_together_count_once_for_the_kernel() -> None:
+    s = one("held_release_one_skb.pcap")
+    assert counts(s) == (4, 4000, 4000, 3, 3000, 3, 1, 0, 0, 0)
+    assert s["ooo_arrivals"] == 1  # one skb of one mapping entering the OFO queue
