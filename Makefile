@@ -44,8 +44,13 @@ $(VENV)/.installed: pyproject.toml $(wildcard setup.py) $(wildcard collectors/*.
 
 venv: $(VENV)/.installed
 
+# The results directory is the campaign's name (results/smoke for the default campaign).
+RESULTS = results/$(shell sed -n 's/^name: *//p' $(CAMPAIGN) | head -n 1)
+
 run: setup
 	$(BIN)/mprig run $(CAMPAIGN)
+	$(BIN)/mprig collect $(RESULTS)
+	$(BIN)/mprig report $(RESULTS)
 
 test: setup
 	$(BIN)/python -m pytest tests
