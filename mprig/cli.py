@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -38,6 +39,8 @@ examples:
   mprig plan experiments/smoke.yaml --commands
   mprig run experiments/smoke.yaml    run the campaign (resumes where it stopped)
   mprig status results/smoke
+  mprig collect results/smoke && mprig report results/smoke
+  mprig compare results/base/nightly results/tonight/nightly
 """
 
 
@@ -69,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mprig: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `mprig plan ... | head`: the reader went away; say nothing more, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
