@@ -134,7 +134,8 @@ def associated(rig: Rig, link: PathLink) -> str:
 
 def up(name: str, paths: Sequence[SpecPath], *, wait: float = 30.0) -> Rig:
     """Build rig `name` with an 802.11 first wifi path, converge site.yml, wait to associate."""
-    rig = virtual.up(name, paths, link_types=link_types(paths))
+    # site.yml applies the mptcp and server roles too: rig.yml would only repeat them.
+    rig = virtual.up(name, paths, link_types=link_types(paths), provision_hosts=False)
     converge(rig)
     wifi = next(link for link in rig.paths if link.name in link_types(paths))
     deadline = time.monotonic() + wait
