@@ -320,6 +320,7 @@ def _run_vng(
             start_new_session=True,
             env=_host_env(),
         )
+        stack.callback(_stop_watchdog, kill_group_with_parent(proc.pid))
         if on_start:
             on_start(proc)
         try:
@@ -330,6 +331,33 @@ def _run_vng(
         except BaseException:
             _kill_group(proc)
             raise
+
+
+_WATCHDOG = (
+    'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; '
+    'kill -0 "$1" 2>/dev/null || kill -KILL "-$2" 2>/dev/null'
+)
+
+
+def kill_group_with_parent(pgid: int) -> subprocess.Popen[bytes]:
+    """Watch this process; if it dies (even by kill -9), SIGKILL process group `pgid`.
+
+    The VM runs in a session of its own (so a Ctrl-C reaches the runner, which tears the
+    run down first); without this watchdog a killed runner would leave QEMU running. The
+    watchdog ends by itself when the group's leader exits.
+    """
+    return subprocess.Popen(
+        ["sh", "-c", _WATCHDOG, "mprig-vm-watchdog", str(os.getpid()), str(pgid)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop_watchdog(watchdog: subprocess.Popen[bytes]) -> None:
+    watchdog.kill()
+    watchdog.wait()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
