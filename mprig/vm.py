@@ -228,7 +228,8 @@ def _new_share() -> Path:
     return Path(tempfile.mkdtemp(prefix="mprig-vm-", dir=SHARE_ROOT))
 
 
-def _ancestors() -> set[int]:
+def ancestors() -> set[int]:
+    """This process and every process above it, up to init."""
     pids, pid = set(), os.getpid()
     while pid > 1 and pid not in pids:
         pids.add(pid)
@@ -251,7 +252,7 @@ def _lock_held_by_ancestor(lock: Path) -> bool:
         for f in (ln.split() for ln in locks)
         if len(f) > 5 and f[4].isdigit() and f[5].rsplit(":", 1)[-1] == str(ino)
     }
-    return bool(holders & _ancestors())
+    return bool(holders & ancestors())
 
 
 @contextlib.contextmanager

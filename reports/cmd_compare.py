@@ -38,18 +38,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def parse_formats(text: str) -> list[str]:
-    from mprig.errors import UsageError
-
-    chosen = [f.strip() for f in text.split(",") if f.strip()]
-    unknown = [f for f in chosen if f not in FORMATS]
-    if unknown or not chosen:
-        raise UsageError(
-            f"--format: unknown {', '.join(unknown) or 'empty'}; choose from {','.join(FORMATS)}"
-        )
-    return chosen
-
-
 def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
     """Write the comparison in FORMATS into OUT; returns the files written."""
     from reports import compare
@@ -71,8 +59,9 @@ def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from reports import compare, results
+    from reports.report import parse_formats
 
-    formats = parse_formats(args.format)
+    formats = parse_formats(args.format, FORMATS)
     comparison = compare.compare(
         results.load(args.baseline), results.load(args.current), args.tolerance
     )

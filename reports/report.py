@@ -282,12 +282,13 @@ def render_latex(report: Report) -> str:
     return header + "\n".join(tb.to_latex(t) for t in tables)
 
 
-def parse_formats(text: str) -> list[str]:
+def parse_formats(text: str, allowed: tuple[str, ...] = FORMATS) -> list[str]:
+    """`--format html,md` as a list; UsageError naming what is unknown and what is allowed."""
     chosen = [f.strip() for f in text.split(",") if f.strip()]
-    unknown = [f for f in chosen if f not in FORMATS]
+    unknown = [f for f in chosen if f not in allowed]
     if unknown or not chosen:
         raise UsageError(
-            f"--format: unknown {', '.join(unknown) or 'empty'}; choose from {','.join(FORMATS)}"
+            f"--format: unknown {', '.join(unknown) or 'empty'}; choose from {','.join(allowed)}"
         )
     return chosen
 

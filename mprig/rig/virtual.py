@@ -201,7 +201,7 @@ def _rig_processes(name: str, inodes: set[int]) -> list[tuple[int, str]]:
     """(pid, command) of processes inside the rig's namespaces or naming its state dir."""
     marks = (f"{state_dir(name)}/".encode(), f"mprig-{name}-".encode())
     found = []
-    mine = _ancestors()  # a shell that named the rig on its command line is not the rig's
+    mine = vm.ancestors()  # a shell that named the rig on its command line is not the rig's
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in mine:
             continue
@@ -213,17 +213,6 @@ def _rig_processes(name: str, inodes: set[int]) -> list[tuple[int, str]]:
         if cmd and (ino in inodes or any(m in cmd for m in marks)) and not _zombie(int(entry.name)):
             found.append((int(entry.name), cmd.replace(b"\0", b" ").decode(errors="replace")))
     return found
-
-
-def _ancestors() -> set[int]:
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            break
-    return pids
 
 
 def leftovers(name: str) -> list[str]:
