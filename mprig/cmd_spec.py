@@ -8,6 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from mprig.cmd_run import DEFAULT_RIG
 from mprig.errors import SpecError
 from mprig.plan import Run, expand, run_count
 from mprig.spec import load_campaign
@@ -15,7 +16,6 @@ from mprig.spec import load_campaign
 if TYPE_CHECKING:
     from mprig.rig.host import PathLink
 
-DEFAULT_RIG = "main"  # the rig name `mprig run` uses by default
 
 VALIDATE_EPILOG = """\
 examples:

@@ -103,8 +103,10 @@ def load_inventory(path: Path) -> dict[str, Any]:
     """`ansible-inventory --list` of path, as a mapping (hostvars under _meta)."""
     if not path.exists():
         raise UsageError(f"{path}: inventory not found")
+    from mprig.rig.provision import ansible_tool
+
     p = subprocess.run(
-        ["ansible-inventory", "-i", str(path), "--list"],
+        [ansible_tool("ansible-inventory"), "-i", str(path), "--list"],
         capture_output=True,
         text=True,
         timeout=60,

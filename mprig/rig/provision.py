@@ -12,17 +12,23 @@ from mprig.errors import HostError, ToolMissing
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 
 
-def ansible_playbook() -> str:
-    """The ansible-playbook executable next to our Python (the venv), else on PATH."""
-    local = Path(sys.executable).parent / "ansible-playbook"
+def ansible_tool(name: str) -> str:
+    """An Ansible executable (ansible-playbook, ansible-inventory) next to our Python (the
+    venv), else on PATH."""
+    local = Path(sys.executable).parent / name
     if local.exists():
         return str(local)
     from shutil import which
 
-    found = which("ansible-playbook")
+    found = which(name)
     if not found:
-        raise ToolMissing("ansible-playbook not found: pip install ansible-core (make setup)")
+        raise ToolMissing(f"{name} not found: pip install ansible-core (make setup)")
     return found
+
+
+def ansible_playbook() -> str:
+    """The ansible-playbook executable next to our Python (the venv), else on PATH."""
+    return ansible_tool("ansible-playbook")
 
 
 def ansible_env(state: Path) -> dict[str, str]:
