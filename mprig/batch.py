@@ -2,11 +2,12 @@
 
 A run applies some sixty commands; one SSH call each costs a quarter second on a busy
 machine and far more under VM emulation. The runner instead sends each host, per stage, one
-bash script built here from the argv lists (each quoted with shlex): it runs them in order,
-stops at the first failure, starts background commands detached in their own session, and
-prints per command its output between markers with status, times and pid. Nothing but the
-commands themselves is executed (an exec costs a good fraction of a second under emulation).
-Every argv is still logged one by one in run.json.
+bash script built here from the argv lists (each quoted with shlex), over the host's
+long-lived session (mprig.rig.session): it runs them in order, stops at the first failure,
+starts background commands detached in their own session, and prints per command its output
+between markers with status, times and pid. Nothing but the commands themselves is executed
+(an exec costs a good fraction of a second under emulation). Every argv is still logged one
+by one in run.json.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def run_on(host: Host, cmds: Sequence[Cmd]) -> list[Done]:
         return []
     budget = sum(c.timeout for c in cmds if c.log is None) + 30
     token = secrets.token_hex(8)
-    r = host.run(["bash", "-c", script(cmds, token)], timeout=budget, check=False)
+    r = host.script(script(cmds, token), timeout=budget)
     done = parse(host.name, cmds, r.stdout, token)
     if r.returncode != 0 or not done:
         err = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1]

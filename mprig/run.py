@@ -668,6 +668,7 @@ def run_campaign(
         finally:
             with contextlib.suppress(HostError), _signals_deferred(reraise=False):
                 sweep_rig(rig)
+            rig.close()
     reporter.campaign_end(status="done", failed=failed)
     return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)
 

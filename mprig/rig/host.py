@@ -51,12 +51,20 @@ class Host(Protocol):
         """Run argv (each element quoted with shlex.quote) and wait; HostError on failure."""
         ...
 
+    def script(self, text: str, *, timeout: float = 30.0) -> Result:
+        """Run a bash script and wait (over a session kept open between calls)."""
+        ...
+
     def start(self, argv: Sequence[str], *, log: str) -> Background:
         """Start argv in the background; its stdout and stderr go to the remote file `log`."""
         ...
 
     def fetch(self, remote: str, local: FsPath) -> None:
         """Copy a remote file to a local path."""
+        ...
+
+    def close(self) -> None:
+        """End the long-lived session, if one is open (a later call opens a new one)."""
         ...
 
 
@@ -82,3 +90,8 @@ class Rig:
     paths: tuple[PathLink, ...]
     server_addr: str  # address iperf3 and bulk transfers connect to
     mode: str  # "lab", "virtual-native" or "virtual-vm"
+
+    def close(self) -> None:
+        """End every host's long-lived session."""
+        for host in self.hosts.values():
+            host.close()

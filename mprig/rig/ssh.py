@@ -1,7 +1,9 @@
 """The Host protocol over OpenSSH (virtual rig and lab alike).
 
-One `ssh -F <config>` per command; the config enables ControlMaster/ControlPersist, so after
-the first command each call costs a fork of ssh, not a handshake. Every argv element is
+Scripts (the runner's command batches) and fetches go over one long-lived session per host
+(mprig.rig.session), so a run costs no SSH session set-up at all; other commands use one
+`ssh -F <config>` each, and the config enables ControlMaster/ControlPersist, so after the
+first command each call costs a fork of ssh, not a handshake. Every argv element is
 quoted with shlex.quote for the remote shell. Host keys are always checked against the
 rig's known_hosts (StrictHostKeyChecking=yes in the generated config, never disabled).
 
@@ -14,12 +16,14 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 
 from mprig.errors import HostError
 from mprig.rig.host import Result
+from mprig.rig.session import Session, SessionError, remote_command
 
 SSH_FAILED = 255  # ssh's own exit status when the connection (not the command) failed
 
@@ -45,9 +49,11 @@ class SshHost:
     ssh_config: FsPath  # the rig's generated ssh_config
     netns: str | None = None  # run ssh inside this namespace (virtual rig controller)
     prefix: tuple[str, ...] = field(init=False)
+    session: Session = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.prefix = ("ip", "netns", "exec", self.netns) if self.netns else ()
+        self.session = Session(lambda token: self.ssh_argv(remote_command(token)))
 
     def ssh_argv(self, remote: str) -> list[str]:
         """The local argv that runs the shell command `remote` on this host."""
@@ -71,6 +77,21 @@ class SshHost:
             err = result.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
             raise HostError(self.name, f"`{' '.join(quoted)}` exited {p.returncode}: {err[0]}")
         return result
+
+    def script(self, text: str, *, timeout: float = 30.0) -> Result:
+        """Run a bash script over this host's long-lived session and wait for it."""
+        start = time.monotonic()
+        try:
+            code, out, err = self.session.run(text, timeout=timeout)
+        except SessionError as e:
+            self._session_failed(e, "script")
+        return Result(("bash", "-c", "<script>"), code, _text(out), err, time.monotonic() - start)
+
+    def _session_failed(self, e: SessionError, what: str) -> typing.NoReturn:
+        if e.returncode == SSH_FAILED:
+            self._raise_connection(Result((), SSH_FAILED, "", e.stderr, 0.0))
+        detail = e.stderr.strip().splitlines()[-1:] or [""]
+        raise HostError(self.name, f"{what}: {e} {detail[0]}".rstrip(), transient=True)
 
     def _exec(
         self, remote: str, *, timeout: float, input: bytes | None = None
@@ -117,29 +138,21 @@ class SshHost:
         return SshBackground(self, tuple(argv), log, int(pid))
 
     def fetch(self, remote: str, local: FsPath) -> None:
-        """Copy a remote file to `local` (over `ssh cat`)."""
+        """Copy a remote file to `local` (`cat` over the host's session, streamed)."""
         local.parent.mkdir(parents=True, exist_ok=True)
-        quoted = shlex.quote(remote)
         with open(local, "wb") as out:
             try:
-                p = subprocess.run(
-                    self.ssh_argv(f"cat -- {quoted}"),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.PIPE,
-                    timeout=300,
-                    check=False,
+                code, _, err = self.session.run(
+                    f"exec cat -- {shlex.quote(remote)}", timeout=300, sink=out.write
                 )
-            except subprocess.TimeoutExpired:
-                raise HostError(self.name, f"fetch {remote} timed out", transient=True) from None
-        if p.returncode != 0:
-            err = _text(p.stderr).strip()
-            raise HostError(
-                self.name, f"fetch {remote} failed: {err}", transient=p.returncode == SSH_FAILED
-            )
+            except SessionError as e:
+                self._session_failed(e, f"fetch {remote}")
+        if code != 0:
+            raise HostError(self.name, f"fetch {remote} failed: {err.strip()}")
 
     def close(self) -> None:
-        """Stop this host's ControlMaster connection, if any."""
+        """End this host's session and stop its ControlMaster connection, if any."""
+        self.session.close()
         argv = [*self.prefix, "ssh", "-F", str(self.ssh_config), "-O", "exit", self.target]
         subprocess.run(argv, capture_output=True, timeout=10, check=False)
 

@@ -74,11 +74,17 @@ def _mode() -> str:
     return "virtual-vm" if vm.in_vm() else "virtual-native"
 
 
+# Rigs handed out by this process, by name: `down` ends their hosts' sessions first.
+_handed_out: dict[str, list[Rig]] = {}
+
+
 def _make_rig(name: str, links: tuple[PathLink, ...]) -> Rig:
     state = state_dir(name)
     ctl = L.namespace(name, "ctl")
     hosts = {h: SshHost(h, h, state / "ssh_config", ctl) for h in L.hosts(links)}
-    return Rig(name, dict(hosts), links, L.SERVER_ADDR, _mode())
+    rig = Rig(name, dict(hosts), links, L.SERVER_ADDR, _mode())
+    _handed_out.setdefault(name, []).append(rig)
+    return rig
 
 
 def load(name: str) -> Rig | None:
@@ -155,6 +161,8 @@ def down(name: str) -> None:
 
 def _teardown(name: str) -> list[str]:
     """Kill the rig's processes, delete its namespaces and state; return leftovers."""
+    for rig in _handed_out.pop(name, []):
+        rig.close()
     inodes = _recorded_inodes(name)
     _kill_all(name, inodes)
     for ns in netns.existing_namespaces(name):

@@ -129,6 +129,32 @@ def test_background_command_stops_on_sigint_and_reports_its_status(rig: Rig) -> 
 def test_fetch_copies_a_remote_file(rig: Rig, tmp_path: Path) -> None:
     rig.hosts["server"].fetch(f"{virtual.state_dir(NAME)}/known_hosts", tmp_path / "kh")
     assert (tmp_path / "kh").read_text() == (virtual.state_dir(NAME) / "known_hosts").read_text()
+    with pytest.raises(HostError, match="server: fetch /nonexistent-h2 failed: cat: ") as e:
+        rig.hosts["server"].fetch("/nonexistent-h2", tmp_path / "missing")
+    assert e.value.transient is False
+
+
+def test_scripts_run_over_one_session_per_host_in_its_namespace(rig: Rig) -> None:
+    seen = {}
+    for name, host in rig.hosts.items():
+        script = f"ip -4 -br addr show dev {L.MGMT_IF}; echo shell=$$ level=$SHLVL"
+        first, again = host.script(script).stdout, host.script(script).stdout
+        assert first == again  # the same remote shell answered both
+        seen[name] = first.split()
+    assert {h: out[2] for h, out in seen.items()} == {
+        h: f"{L.mgmt_addr(h)}/24" for h in ("client", "server", "ap", "cell")
+    }
+    # sshd sets SHLVL=1, so the remote bash skips ~/.bashrc (slow under VM emulation)
+    assert {out[-1] for out in seen.values()} == {"level=2"}
+
+
+def test_a_script_on_an_unreachable_host_is_a_transient_error(rig: Rig) -> None:
+    ghost = SshHost(
+        "ghost", "10.254.0.99", virtual.state_dir(NAME) / "ssh_config", L.namespace(NAME, "ctl")
+    )
+    with pytest.raises(HostError, match="ghost: unreachable over SSH") as e:
+        ghost.script("true", timeout=20)
+    assert e.value.transient is True
 
 
 def test_offloads_are_off_on_client_interfaces(rig: Rig) -> None:

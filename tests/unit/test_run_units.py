@@ -14,6 +14,7 @@ from mprig import batch, cmd_run, run
 from mprig.errors import RigBusy
 from mprig.progress import Reporter, fmt_duration
 from mprig.rig.host import Result
+from mprig.rig.session import Session, loop_command
 
 
 def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
@@ -94,14 +95,20 @@ def test_summary_rows() -> None:
 
 
 class LocalHost:
-    """A Host that runs argv on this machine (what SSH does on a rig host)."""
+    """A Host that runs on this machine what SSH runs on a rig host: argv directly, scripts
+    over a real mprig session (the same remote bash loop, started locally)."""
 
     name = "local"
+    session = Session(loop_command)
 
     def run(self, argv: list[str], *, timeout: float = 30, check: bool = True,
             input: bytes | None = None) -> Result:  # fmt: skip
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         return Result(tuple(argv), p.returncode, p.stdout, p.stderr, 0.0)
+
+    def script(self, text: str, *, timeout: float = 30) -> Result:
+        code, out, err = self.session.run(text, timeout=timeout)
+        return Result(("bash",), code, out.decode(), err, 0.0)
 
 
 def test_batch_runs_commands_in_order_and_stops_at_failure() -> None:
