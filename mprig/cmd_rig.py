@@ -8,15 +8,19 @@ from typing import Any
 
 EPILOG = """\
 examples:
-  mprig rig up                         the default rig "virtual": client, ap (wlan0), cell (wwan0),
-                                       server, each with its own sshd; provisioned with Ansible
+  mprig rig up                         the default rig "main" (the one `mprig run` uses): client,
+                                       ap (wlan0), cell (wwan0), server, each with its own sshd;
+                                       provisioned with Ansible
   mprig rig up --campaign experiments/papers/x.yaml
                                        one client interface and router per path of the campaign
+  mprig rig up --wifi hwsim            the Wi-Fi hop as real 802.11 (mac80211_hwsim radios, hostapd
+                                       and wpa_supplicant from playbooks/site.yml; needs a kernel
+                                       with mac80211_hwsim: run it inside `vng`, see docs/rig.md)
   mprig rig status                     hosts, addresses, qdiscs, MPTCP endpoints, sshd state
   mprig rig status --json
   mprig rig down                       tear it down; fails listing anything that remains
-  mprig rig up --name lab2             a second rig next to the first (namespaces mprig-lab2-*)
-  ip netns exec mprig-virtual-ctl ssh -F /run/mprig/virtual/ssh_config client
+  mprig rig up --rig lab2              a second rig next to the first (namespaces mprig-lab2-*)
+  ip netns exec mprig-main-ctl ssh -F /run/mprig/main/ssh_config client
                                        log into a virtual host the way the runner does
 """
 
@@ -42,6 +46,12 @@ def register(subparsers: Any) -> None:
     up.add_argument(
         "--no-provision", action="store_true", help="skip ansible-playbook playbooks/rig.yml"
     )
+    up.add_argument(
+        "--wifi",
+        choices=("veth", "hwsim"),
+        help="the first wifi path's client hop: veth (default; or the campaign's rig.wifi) or "
+        "hwsim, a real 802.11 link set up by playbooks/site.yml (needs mac80211_hwsim)",
+    )
     up.set_defaults(func=cmd_up)
     down = sub.add_parser(
         "down", help="tear the rig down and verify", epilog=EPILOG, formatter_class=raw
@@ -55,7 +65,15 @@ def register(subparsers: Any) -> None:
 
 
 def _name(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", default="virtual", help="rig name (default: virtual)")
+    from mprig.cmd_run import DEFAULT_RIG
+
+    p.add_argument(
+        "--rig",
+        "--name",
+        dest="name",
+        default=DEFAULT_RIG,
+        help=f"rig name, as `mprig run --rig` (default: {DEFAULT_RIG})",
+    )
 
 
 def default_paths() -> tuple[Any, ...]:
@@ -73,8 +91,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     from mprig.rig import virtual
     from mprig.spec import load_campaign
 
-    paths = load_campaign(args.campaign).paths if args.campaign else default_paths()
-    rig = virtual.up(args.name, paths, provision_hosts=not args.no_provision)
+    campaign = load_campaign(args.campaign) if args.campaign else None
+    paths = campaign.paths if campaign else default_paths()
+    if (args.wifi or (campaign.rig.wifi if campaign else "veth")) == "hwsim":
+        from mprig.rig import hwsim
+
+        rig = hwsim.up(args.name, paths)
+    else:
+        rig = virtual.up(args.name, paths, provision_hosts=not args.no_provision)
     print(f"rig {rig.name} is up ({rig.mode}); state in {virtual.state_dir(rig.name)}")
     for link in rig.paths:
         print(

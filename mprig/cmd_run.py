@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     results.mkdir(parents=True, exist_ok=True)
     lab = campaign.rig.inventory != "virtual"
     requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
-    mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested)
+    hwsim = campaign.rig.wifi == "hwsim"
+    mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested, hwsim=hwsim)
     if not args.quiet and not args.log_json:
         print(f"mprig: {campaign.name}: {len(runs)} runs, rig mode {mode} ({why})", file=sys.stderr)
     with _campaign_lock(results, args):
@@ -154,7 +155,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
 def _run_native(
     args: argparse.Namespace, campaign: Any, runs: list[Any], results: Path, lab: bool
 ) -> int:
-    from mprig import knobs, presets, vm
+    from mprig import knobs, presets
     from mprig import run as runner
     from mprig.progress import Reporter
     from mprig.rig import inventory, virtual
@@ -173,9 +174,7 @@ def _run_native(
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
                 knobs.allow_congestion_controls(ccs),
             ):
-                # Inside the VM, Ansible would take minutes under emulation for state the
-                # runner sets on every run anyway (sysctls, MPTCP limits and endpoints).
-                rig = virtual.up(args.rig, campaign.paths, provision_hosts=not vm.in_vm())
+                rig = _virtual_up(args.rig, campaign)
                 try:
                     outcome = runner.run_campaign(
                         campaign, runs, rig, results, reporter, force=args.force
@@ -190,6 +189,22 @@ def _run_native(
     if outcome.interrupted is not None:
         return 128 + outcome.interrupted
     return 0 if outcome.complete == len(runs) else 1
+
+
+def _virtual_up(name: str, campaign: Any) -> Any:
+    """The virtual rig for the campaign: veth links, or a real 802.11 first Wi-Fi hop
+    (hwsim.up converges playbooks/site.yml, so hostapd and wpa_supplicant come from the
+    lab's roles, and waits until the station is associated)."""
+    from mprig import vm
+    from mprig.rig import virtual
+
+    if campaign.rig.wifi == "hwsim":
+        from mprig.rig import hwsim
+
+        return hwsim.up(name, campaign.paths)
+    # Inside the VM, Ansible would take minutes under emulation for state the runner sets
+    # on every run anyway (sysctls, MPTCP limits and endpoints).
+    return virtual.up(name, campaign.paths, provision_hosts=not vm.in_vm())
 
 
 def _rig_lock_path(name: str) -> Path:

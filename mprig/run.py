@@ -43,6 +43,12 @@ FACTS_SCRIPT = (
     "iperf3 --help 2>&1 | grep -c -- --mptcp || true"
 )
 FACT_KEYS = ("kernel", "iperf3", "tcpdump", "tc", "ss")
+# The client's 802.11 links (a lab's radios, or hwsim in the virtual rig): `iw dev X link`
+# per wireless interface, so a run records which AP it used, the signal and the bitrate.
+WIFI_SCRIPT = (
+    'for d in /sys/class/net/*/wireless; do [ -e "$d" ] || continue; '
+    'i=${d%/wireless}; i=${i##*/}; echo "@@wifi $i"; iw dev "$i" link 2>&1; done; exit 0'
+)
 
 
 class Interrupted(Exception):
@@ -382,6 +388,7 @@ def host_facts(rig: Rig) -> tuple[dict[str, dict[str, Any]], bool]:
     b = Batch()
     for name in rig.hosts:
         b.add(name, Cmd(["sh", "-c", FACTS_SCRIPT], check=False))
+    b.add("client", Cmd(["sh", "-c", WIFI_SCRIPT], check=False))
     facts: dict[str, dict[str, Any]] = {}
     flag = False
     for name, done in run_batch(rig.hosts, b).items():
@@ -391,7 +398,18 @@ def host_facts(rig: Rig) -> tuple[dict[str, dict[str, Any]], bool]:
         facts[name] = {"kernel": lines[0], "tools": tools}
         if name == "client":
             flag = lines[5].strip() not in ("", "0")
+            if wifi := parse_wifi(done[1].stdout if len(done) > 1 else ""):
+                facts[name]["wifi"] = wifi
     return facts, flag
+
+
+def parse_wifi(text: str) -> dict[str, str]:
+    """WIFI_SCRIPT's output: interface -> its `iw dev X link` text."""
+    links: dict[str, str] = {}
+    for block in text.split("@@wifi ")[1:]:
+        name, _, body = block.partition("\n")
+        links[name.strip()] = body.strip()
+    return links
 
 
 SWEEP_SCRIPT = (

@@ -190,6 +190,10 @@ class RigRef(StrictModel):
 
     inventory: str = "virtual"  # "virtual" or a path to an Ansible inventory
     mode: Literal["auto", "native", "vm"] = "auto"  # virtual rig: VM mode choice
+    # virtual rig: the first wifi path's client hop. veth: netem only; hwsim: a real 802.11
+    # link (mac80211_hwsim, hostapd and wpa_supplicant set up by the lab's wifi_ap and
+    # wifi_client roles), which needs a kernel with mac80211_hwsim (VM mode here).
+    wifi: Literal["veth", "hwsim"] = "veth"
 
 
 class Range(StrictModel):

@@ -165,8 +165,9 @@ def _probe_kvm() -> bool:
     return proc.returncode == 0 and "failed" not in err.lower()
 
 
-def choose_mode(requested: str = "auto") -> tuple[str, str]:
-    """Decide between "native" and "vm" rig mode; returns (mode, human-readable reason)."""
+def choose_mode(requested: str = "auto", *, hwsim: bool = False) -> tuple[str, str]:
+    """Decide between "native" and "vm" rig mode; returns (mode, human-readable reason).
+    `hwsim`: the rig needs mac80211_hwsim radios as well as netem."""
     release = os.uname().release
     if requested == "native":
         return "native", "--no-vm given"
@@ -176,9 +177,14 @@ def choose_mode(requested: str = "auto") -> tuple[str, str]:
         return "vm", f"--vm given: boots {find_kernel()}"
     if requested != "auto":
         raise MprigError(f"rig mode must be auto, native or vm, got {requested!r}")
-    if netem_available():
-        return "native", f"sch_netem is available on the running kernel {release}"
-    return "vm", f"sch_netem is missing on the running kernel {release}: boots {find_kernel()}"
+    missing = [] if netem_available() else ["sch_netem"]
+    if hwsim and not hwsim_available():
+        missing.append("mac80211_hwsim")
+    if missing:
+        what = " and ".join(missing) + (" are" if len(missing) > 1 else " is")
+        return "vm", f"{what} missing on the running kernel {release}: boots {find_kernel()}"
+    what = "sch_netem and mac80211_hwsim are" if hwsim else "sch_netem is"
+    return "native", f"{what} available on the running kernel {release}"
 
 
 def _host_env() -> dict[str, str]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from mprig.rig.hwsim import link_types, parse_phys, phy_interface
 from mprig.spec import Direction
 from mprig.spec import Path as SpecPath
@@ -46,3 +50,50 @@ def test_only_the_first_wifi_path_gets_a_radio() -> None:
     ]
     assert link_types(paths) == {"wifi": "hwsim"}
     assert link_types(paths[:1]) == {}
+
+
+def test_a_campaign_that_wants_hwsim_gets_vm_mode_where_the_kernel_lacks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mprig import vm
+
+    monkeypatch.delenv(vm.IN_VM_ENV, raising=False)
+    monkeypatch.setattr(vm, "find_kernel", lambda: Path("/boot/vmlinuz-6.1.0-56-amd64"))
+    monkeypatch.setattr(vm, "netem_available", lambda: True)
+    monkeypatch.setattr(vm, "hwsim_available", lambda: False)
+    assert vm.choose_mode("auto")[0] == "native"
+    mode, why = vm.choose_mode("auto", hwsim=True)
+    assert (mode, why.startswith("mac80211_hwsim is missing")) == ("vm", True)
+    monkeypatch.setattr(vm, "netem_available", lambda: False)
+    assert vm.choose_mode("auto", hwsim=True)[1].startswith("sch_netem and mac80211_hwsim are")
+    monkeypatch.setattr(vm, "netem_available", lambda: True)
+    monkeypatch.setattr(vm, "hwsim_available", lambda: True)
+    assert vm.choose_mode("auto", hwsim=True)[0] == "native"
+
+
+def test_rig_wifi_is_veth_or_hwsim(tmp_path: Path) -> None:
+    from mprig.errors import SpecError
+    from mprig.spec import load_campaign
+
+    base = "name: w\npaths: [{name: wifi, kind: wifi, rate_mbit: 10}]\n"
+    base += "variants: [{name: m, protocol: mptcp}]\n"
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(base + "rig: {wifi: hwsim}\n")
+    bad.write_text(base + "rig: {wifi: ath9k}\n")
+    assert load_campaign(good).rig.wifi == "hwsim"
+    with pytest.raises(SpecError, match=r"bad.yaml:4.*rig.wifi"):
+        load_campaign(bad)
+
+
+def test_run_records_each_wireless_interface_link() -> None:
+    from mprig.run import parse_wifi
+
+    out = (
+        "@@wifi wlan0\nConnected to 02:00:00:00:00:00 (on wlan0)\n\tSSID: mprig-virtual\n"
+        "@@wifi wlan1\nNot connected.\n"
+    )
+    assert parse_wifi(out) == {
+        "wlan0": "Connected to 02:00:00:00:00:00 (on wlan0)\n\tSSID: mprig-virtual",
+        "wlan1": "Not connected.",
+    }
+    assert parse_wifi("") == {}
