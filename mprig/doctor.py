@@ -116,6 +116,17 @@ def kernel_checks() -> list[Check]:
         _feature("sch_tbf", vm.tbf_available(), "tbf qdisc", "kernel lacks CONFIG_NET_SCH_TBF"),
         _feature("mac80211_hwsim", vm.hwsim_available(), "Wi-Fi emulation", "veth Wi-Fi hop"),
         Check("BPF struct_ops", btf, "/sys/kernel/btf/vmlinux" if btf else "no kernel BTF", False),
+        *bpf_cc_checks(),
+    ]
+
+
+def bpf_cc_checks() -> list[Check]:
+    """Per BPF congestion control (prr, door): loaded, or builds and registers here."""
+    from mprig import bpfcc
+
+    return [
+        Check(f"cc {c.name} (BPF)", c.ok, c.detail, False)
+        for c in map(bpfcc.loadable, bpfcc.available())
     ]
 
 

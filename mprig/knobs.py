@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mprig import presets
+from mprig import bpfcc, presets
 from mprig.errors import ToolMissing, UsageError
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
@@ -32,6 +32,7 @@ def sysctls(variant: Variant) -> dict[str, str]:
     The reordering-recovery preset (mprig.presets; the kernel's defaults, "linux", when the
     variant names none) is always set in full, so one run's preset never leaks into the next.
     """
+    presets.check_recovery_cc(variant.recovery, variant.cc)
     out = presets.recovery_sysctls(variant.recovery or "linux")
     out["net.ipv4.tcp_congestion_control"] = presets.cc_algorithm(variant.cc)
     if variant.protocol == "mptcp":
@@ -113,8 +114,11 @@ def allow_congestion_controls(names: Iterable[str]) -> Iterator[None]:
     """Let the virtual rig's namespaces select `names` for the duration of a campaign.
 
     A network namespace may only pick algorithms in the machine-wide (init namespace)
-    tcp_allowed_congestion_control list; the previous list is restored afterwards.
+    tcp_allowed_congestion_control list; the previous list is restored afterwards. mprig's
+    BPF algorithms (mprig.bpfcc: prr, door) are built and registered first, machine-wide.
     """
+    names = list(names)
+    bpfcc.ensure_loaded(names)
     before = ALLOWED_CC.read_text().split()
     wanted = [n for n in dict.fromkeys(names) if n not in before]
     for name in wanted:

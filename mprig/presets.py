@@ -20,8 +20,10 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
 - linux: the kernel's own defaults (SACK, D-SACK, F-RTO, timestamps, RACK, TLP, adaptive
   dupthresh): today's stack, used where a paper ran the Linux implementation.
 
-TCP-DOOR and PR-R change the sender's response itself and need the BPF algorithms that a
-later issue adds (`NEEDS_ALGORITHMS`); selecting them now is an error saying so.
+- tcpdoor, prr: TCP-DOOR and PR-R change the sender's response itself. They are BPF
+  congestion-control programs (mprig.bpfcc, kernel-configs/bpf: `door`, `prr`) on the NoPR
+  base; the preset names the algorithm, and a variant selects it with `cc: tcpdoor` or
+  `cc: prr` (see `check_recovery_cc`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class RecoveryPreset:
     paper_name: str  # as the papers write it
     sysctls: Mapping[str, str]  # full sysctl name -> value, set on client and server
     differs: str  # how Linux's mechanism differs from the papers' NS-3 model
+    cc: str | None = None  # the cc preset the mechanism is (PR-R, TCP-DOOR); None: any
 
 
 def _knobs(**values: int) -> Mapping[str, str]:
@@ -99,14 +102,23 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
             "All of Linux's mechanisms at once (RACK-TLP, D-SACK and timestamp undo, F-RTO, "
             "adaptive dupthresh): no single NS-3 model corresponds.",
         ),
-    }
-)
-
-NEEDS_ALGORITHMS: Mapping[str, str] = MappingProxyType(
-    {
-        "tcpdoor": "TCP-DOOR (seeds 000, 003): the sender disables congestion response "
-        "for a while after detecting out-of-order delivery",
-        "prr": "PR-R (seed 000): fast retransmit on the 3rd duplicate ACK without reducing cwnd",
+        "tcpdoor": RecoveryPreset(
+            "tcpdoor",
+            "TCP-DOOR",
+            _knobs(**_NOPR, tcp_max_reordering=3),
+            "the BPF algorithm `door` detects reordering from Linux's own signals "
+            "(tp->reord_seen, spurious-retransmission undo) instead of TCP-DOOR's ADSN/TPSN "
+            "option, and suspends only fast-recovery reductions (not RTO) for one RTT.",
+            cc="tcpdoor",
+        ),
+        "prr": RecoveryPreset(
+            "prr",
+            "PR-R",
+            _knobs(**_NOPR, tcp_max_reordering=3),
+            "the BPF algorithm `prr` keeps cwnd on entering fast recovery; Linux's PRR still "
+            "paces the retransmissions by packet conservation during recovery.",
+            cc="prr",
+        ),
     }
 )
 
@@ -115,13 +127,7 @@ def recovery_sysctls(name: str) -> dict[str, str]:
     """The exact sysctls (full names) a reordering-recovery preset sets."""
     if name in RECOVERY_PRESETS:
         return dict(RECOVERY_PRESETS[name].sysctls)
-    if name in NEEDS_ALGORITHMS:
-        raise UsageError(
-            f"recovery {name!r}: {NEEDS_ALGORITHMS[name]}; it needs the BPF congestion-control "
-            f"algorithms of a later mprig issue and is not available yet; use one of "
-            f"{', '.join(RECOVERY_PRESETS)}"
-        )
-    known = ", ".join([*RECOVERY_PRESETS, *NEEDS_ALGORITHMS])
+    known = ", ".join(RECOVERY_PRESETS)
     raise UsageError(f"recovery {name!r} is not a preset (known: {known})")
 
 
@@ -138,6 +144,11 @@ class CCPreset:
 _OUT_OF_TREE = (
     "upstream Linux MPTCP (net/mptcp, 5.6+) has no coupled congestion control; it exists "
     "only in the out-of-tree multipath-tcp.org kernel (see kernel-configs/)"
+)
+
+_BPF = (
+    "a BPF struct_ops program in kernel-configs/bpf, built and registered by mprig at "
+    "campaign start (needs clang, bpftool, libbpf-dev and kernel BTF; see `mprig doctor`)"
 )
 
 CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
@@ -158,6 +169,8 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
             None,
             "the papers' fully coupled controller exists in NS-3 only; no Linux kernel has it",
         ),
+        "prr": CCPreset("prr", "PR-R", "prr", _BPF),
+        "tcpdoor": CCPreset("tcpdoor", "TCP-DOOR", "door", _BPF),
     }
 )
 
@@ -197,6 +210,17 @@ def check_cc(name: str, available: Iterable[str]) -> CCCheck:
     if algorithm in have:
         return CCCheck(name, algorithm, True, "")
     why = f"{algorithm!r} is not in tcp_available_congestion_control ({' '.join(have)})"
-    if preset is not None and preset.note == _OUT_OF_TREE:
-        why += f": {_OUT_OF_TREE}"
+    if preset is not None and preset.note in (_OUT_OF_TREE, _BPF):
+        why += f": {preset.note}"
     return CCCheck(name, algorithm, False, why)
+
+
+def check_recovery_cc(recovery: str | None, cc: str) -> None:
+    """A recovery preset that is a congestion control (PR-R, TCP-DOOR) needs that cc."""
+    preset = RECOVERY_PRESETS.get(recovery or "")
+    if preset is None or preset.cc is None or cc_algorithm(cc) == cc_algorithm(preset.cc):
+        return
+    raise UsageError(
+        f"recovery {preset.name!r} ({preset.paper_name}) is the congestion control "
+        f"{cc_algorithm(preset.cc)!r}: set `cc: {preset.cc}` in the variant (it has cc: {cc})"
+    )

@@ -124,3 +124,20 @@ def test_small_receive_buffer_starts_at_its_maximum_and_skips_core_sysctls() -> 
         "4096 8192 8192",
     )
     assert not [k for k in out if k.startswith("net.core.")]
+
+
+def test_prr_recovery_sets_the_nopr_base_and_the_prr_algorithm() -> None:
+    out = knobs.sysctls(Variant(name="v", protocol="tcp", path="wifi", recovery="prr", cc="prr"))
+    assert out == {
+        "net.ipv4.tcp_sack": "0",
+        "net.ipv4.tcp_dsack": "0",
+        "net.ipv4.tcp_frto": "0",
+        "net.ipv4.tcp_timestamps": "0",
+        "net.ipv4.tcp_recovery": "0",
+        "net.ipv4.tcp_early_retrans": "0",
+        "net.ipv4.tcp_reordering": "3",
+        "net.ipv4.tcp_max_reordering": "3",
+        "net.ipv4.tcp_congestion_control": "prr",
+    }
+    with pytest.raises(UsageError, match=r"recovery 'tcpdoor' \(TCP-DOOR\) is the congestion"):
+        knobs.sysctls(Variant(name="v", recovery="tcpdoor"))

@@ -68,13 +68,28 @@ def test_every_preset_documents_its_difference_from_ns3() -> None:
         "F-RTO",
         "Eifel",
         "Linux default",
+        "TCP-DOOR",
+        "PR-R",
     ]
 
 
-@pytest.mark.parametrize("name", ["tcpdoor", "prr"])
-def test_tcpdoor_and_prr_need_later_algorithms(name: str) -> None:
-    with pytest.raises(UsageError, match="BPF congestion-control algorithms of a later"):
-        presets.recovery_sysctls(name)
+@pytest.mark.parametrize(("name", "algorithm"), [("tcpdoor", "door"), ("prr", "prr")])
+def test_tcpdoor_and_prr_are_bpf_algorithms_on_the_nopr_base(name: str, algorithm: str) -> None:
+    assert presets.recovery_sysctls(name) == presets.recovery_sysctls("nopr")
+    assert presets.RECOVERY_PRESETS[name].cc == name
+    assert presets.cc_algorithm(name) == algorithm
+    presets.check_recovery_cc(name, name)  # the matching cc is accepted
+    with pytest.raises(
+        UsageError,
+        match=rf"recovery '{name}' \(.+\) is the congestion control '{algorithm}': set "
+        rf"`cc: {name}` in the variant \(it has cc: cubic\)",
+    ):
+        presets.check_recovery_cc(name, "cubic")
+
+
+def test_other_recovery_presets_take_any_cc() -> None:
+    for name in (None, "nopr", "dsack", "frto", "eifel", "linux"):
+        presets.check_recovery_cc(name, "bbr")
 
 
 def test_unknown_recovery_lists_the_presets() -> None:
@@ -118,3 +133,13 @@ def test_fully_coupled_exists_nowhere() -> None:
 
 def test_cc_algorithm_maps_presets_and_passes_names_through() -> None:
     assert [presets.cc_algorithm(n) for n in ("uncoupled", "lia", "bbr")] == ["reno", "lia", "bbr"]
+
+
+def test_bpf_cc_is_unavailable_until_loaded_with_the_reason() -> None:
+    check = presets.check_cc("tcpdoor", MAINLINE)
+    assert (check.algorithm, check.available) == ("door", False)
+    assert check.reason.startswith(
+        "'door' is not in tcp_available_congestion_control (reno bbr cubic): a BPF struct_ops "
+        "program in kernel-configs/bpf, built and registered by mprig at campaign start"
+    )
+    assert presets.check_cc("prr", (*MAINLINE, "prr")) == presets.CCCheck("prr", "prr", True, "")

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Shared helpers for mprig's congestion-control programs (BPF struct_ops
+ * tcp_congestion_ops). Modelled on the kernel's selftests
+ * (tools/testing/selftests/bpf/bpf_tcp_helpers.h), but built against a
+ * vmlinux.h that mprig.bpfcc generates from the running kernel's BTF, so
+ * the objects are CO-RE and load on any kernel with BTF (5.6+).
+ */
+#ifndef MPRIG_CC_H
+#define MPRIG_CC_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define TCP_INFINITE_SSTHRESH 0x7fffffff
+
+#ifndef min
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef max
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#endif
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
+{
+	return (struct inet_connection_sock *)sk;
+}
+
+static __always_inline void *inet_csk_ca(const struct sock *sk)
+{
+	return (void *)inet_csk(sk)->icsk_ca_priv;
+}
+
+static __always_inline __u8 ca_state(const struct sock *sk)
+{
+	return BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
+}
+
+/* Reno's multiplicative decrease: half the window, at least 2 segments. */
+static __always_inline __u32 reno_half(const struct tcp_sock *tp)
+{
+	return max(tp->snd_cwnd >> 1U, 2U);
+}
+
+/* The kernel's own Reno, exported to struct_ops programs as kfuncs. */
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+#endif
