@@ -1,0 +1,139 @@
+"""The BPF congestion controls on the running kernel (prefix h9): each builds, registers,
+appears in tcp_available_congestion_control and is the algorithm of a real MPTCP
+connection's subflows; and prr keeps its window under random loss where reno halves it.
+
+Two namespaces joined by two veth pairs (10.91.1.0/24, 10.91.2.0/24), each client side
+shaped to 20 Mbit/s with tbf to keep the CPU cost low. The server announces its second
+address, so the client's kernel path manager opens the second subflow.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from collectors.ss import data_subflows, parse_ss
+from mprig import bpfcc, knobs
+
+TAG = f"h9{os.getpid() % 10000}"
+CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
+PATHS = (("10.91.1.1", "10.91.1.2"), ("10.91.2.1", "10.91.2.2"))
+PORTS = iter(range(5301, 5400))  # one iperf3 port per transfer: no earlier socket is sampled
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)")
+
+
+def sh(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+def ns(name: str, *argv: str) -> str:
+    return sh("ip", "netns", "exec", name, *argv)
+
+
+def _link_up(i: int, client_addr: str, server_addr: str) -> None:
+    cif, sif = f"{TAG}c{i}", f"{TAG}s{i}"
+    sh("ip", "link", "add", cif, "netns", CLIENT, "type", "veth", "peer", sif, "netns", SERVER)
+    for host, dev, addr in ((CLIENT, cif, client_addr), (SERVER, sif, server_addr)):
+        sh("ip", "-n", host, "addr", "add", f"{addr}/24", "dev", dev)
+        sh("ip", "-n", host, "link", "set", dev, "up")
+        ns(host, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+    ns(CLIENT, "tc", "qdisc", "add", "dev", cif, "root", "tbf", "rate", "20mbit", "burst",
+       "20kb", "limit", "200kb")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[None]:
+    """Client and server namespaces over two paths; removed (with all they hold) after."""
+    try:
+        for host in (CLIENT, SERVER):
+            sh("ip", "netns", "add", host)
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+            ns(host, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+        for i, (client_addr, server_addr) in enumerate(PATHS, start=1):
+            _link_up(i, client_addr, server_addr)
+        ns(SERVER, "ip", "mptcp", "endpoint", "add", PATHS[1][1], "dev", f"{TAG}s2", "signal")
+        yield
+    finally:
+        for host in (CLIENT, SERVER):
+            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def programs() -> Iterator[list[str]]:
+    """prr and door registered and allowed in namespaces; unregistered after (only those
+    this module registered)."""
+    names = list(bpfcc.available())
+    new = bpfcc.ensure_loaded(names)
+    try:
+        with knobs.allow_congestion_controls(names):
+            yield names
+    finally:
+        bpfcc.unload(new)
+
+
+def transfer(cc: str, seconds: int, mptcp: bool) -> str:
+    """One iperf3 upload client -> server with `cc` as the client's default; `ss -tinHM`
+    samples of this transfer's established sockets, every 0.1 s, in the parser's format."""
+    ns(CLIENT, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={cc}")
+    wrap = ["mptcpize", "run"] if mptcp else []
+    port = str(next(PORTS))
+    server_cmd = ["ip", "netns", "exec", SERVER, *wrap, "iperf3", "-s", "-1", "-p", port]
+    server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        iperf = ["ip", "netns", "exec", CLIENT, *wrap, "iperf3", "-c", PATHS[0][1], "-p", port]
+        client = subprocess.Popen([*iperf, "-t", str(seconds)], stdout=subprocess.DEVNULL)
+        samples = []
+        while client.poll() is None:
+            text = ns(CLIENT, "ss", "-tinHM", "dport", "=", f":{port}")
+            samples.append(f"# {time.time()}\n{text}")
+            time.sleep(0.1)
+        assert client.wait() == 0
+    finally:
+        server.kill()
+        server.wait()
+    return "".join(samples)
+
+
+@pytest.mark.parametrize("name", ["prr", "door"])
+def test_program_is_selected_by_mptcp_subflows(rig: None, programs: list[str], name: str) -> None:
+    assert name in bpfcc.loaded()
+    assert name in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True)))
+    established = subflows[subflows["state"] == "ESTAB"]
+    assert sorted(set(established["local_addr"])) == [PATHS[0][0], PATHS[1][0]]
+    assert sorted(set(established["cc"])) == [name]
+
+
+def _drop_one_in(n: int) -> None:
+    """nftables in the server namespace drops one full-sized data segment in n, at random."""
+    ns(SERVER, "nft", "add", "table", "inet", TAG)
+    ns(SERVER, "nft", "add", "chain", "inet", TAG, "in", "{ type filter hook input priority 0; }")
+    rule = ["meta", "l4proto", "tcp", "meta", "length", ">", "1000", "numgen", "random", "mod"]
+    ns(SERVER, "nft", "add", "rule", "inet", TAG, "in", *rule, str(n), "==", "0", "drop")
+
+
+def test_prr_keeps_cwnd_under_loss_where_reno_halves_it(rig: None, programs: list[str]) -> None:
+    _drop_one_in(50)
+    try:
+        medians, ssthresh = {}, {}
+        for cc in ("reno", "prr"):
+            rows = data_subflows(parse_ss(transfer(cc, 2, mptcp=False)))
+            rows = rows[rows["state"] == "ESTAB"].dropna(subset=["ssthresh"])
+            assert sorted(set(rows["cc"])) == [cc]
+            assert rows["retrans"].max() > 0  # losses happened and were repaired
+            medians[cc] = float(rows["cwnd"].median())
+            ssthresh[cc] = float((rows["ssthresh"] / rows["cwnd"]).median())
+    finally:
+        ns(SERVER, "nft", "delete", "table", "inet", TAG)
+    # Reno with 2 % loss settles near sqrt(3/2p) ~ 9 segments; prr does not reduce on
+    # fast recovery, so its window is bounded only by the tbf queue (200 kB).
+    assert medians["reno"] < 20 and medians["prr"] > 3 * medians["reno"], medians
+    # prr's ssthresh follows its window (set to cwnd on each recovery); reno's is a half.
+    assert ssthresh["prr"] > 0.9 and ssthresh["reno"] < 0.9, ssthresh
