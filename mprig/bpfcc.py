@@ -28,6 +28,8 @@ PROGRAMS: Mapping[str, str] = MappingProxyType(
         "prr": "PR-R (seed 000): fast recovery keeps cwnd; RTO as Reno",
         "door": "TCP-DOOR (seeds 000, 003): no congestion response for one RTT after "
         "reordering is detected",
+        "lia": "RFC 6356 LIA (the papers' Co-CC): coupled increase across an MPTCP "
+        "connection's subflows",
     }
 )
 

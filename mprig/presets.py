@@ -159,7 +159,7 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
         "uncoupled_cubic": CCPreset(
             "uncoupled_cubic", "Un-CC (CUBIC)", "cubic", "each subflow runs the kernel default"
         ),
-        "lia": CCPreset("lia", "Co-CC (RFC 6356 LIA)", "lia", _OUT_OF_TREE),
+        "lia": CCPreset("lia", "Co-CC (RFC 6356 LIA)", "lia", _BPF),
         "olia": CCPreset("olia", "OLIA", "olia", _OUT_OF_TREE),
         "balia": CCPreset("balia", "BALIA", "balia", _OUT_OF_TREE),
         "wvegas": CCPreset("wvegas", "wVegas", "wvegas", _OUT_OF_TREE),

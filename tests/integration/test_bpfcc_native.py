@@ -9,10 +9,11 @@ address, so the client's kernel path manager opens the second subflow.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def programs() -> Iterator[list[str]]:
         bpfcc.unload(new)
 
 
-def transfer(cc: str, seconds: int, mptcp: bool) -> str:
+def transfer(cc: str, seconds: int, mptcp: bool, probe: Callable[[], None] = lambda: None) -> str:
     """One iperf3 upload client -> server with `cc` as the client's default; `ss -tinHM`
     samples of this transfer's established sockets, every 0.1 s, in the parser's format."""
     ns(CLIENT, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={cc}")
@@ -85,6 +86,7 @@ def transfer(cc: str, seconds: int, mptcp: bool) -> str:
     port = str(next(PORTS))
     server_cmd = ["ip", "netns", "exec", SERVER, *wrap, "iperf3", "-s", "-1", "-p", port]
     server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = server
     try:
         time.sleep(0.5)
         iperf = ["ip", "netns", "exec", CLIENT, *wrap, "iperf3", "-c", PATHS[0][1], "-p", port]
@@ -93,22 +95,37 @@ def transfer(cc: str, seconds: int, mptcp: bool) -> str:
         while client.poll() is None:
             text = ns(CLIENT, "ss", "-tinHM", "dport", "=", f":{port}")
             samples.append(f"# {time.time()}\n{text}")
+            probe()
             time.sleep(0.1)
         assert client.wait() == 0
     finally:
-        server.kill()
-        server.wait()
+        for proc in (client, server):
+            proc.kill()
+            proc.wait()
     return "".join(samples)
 
 
-@pytest.mark.parametrize("name", ["prr", "door"])
+def lia_slots_in_use() -> list[int]:
+    """Per connection in lia's shared map: how many subflow slots are in use. The newest
+    map of that name is the loaded program's (older ones linger while sockets hold them)."""
+    maps = json.loads(sh("bpftool", "--json", "map", "list"))
+    newest = max(m["id"] for m in maps if m.get("name") == "lia_conns")
+    dump = json.loads(sh("bpftool", "--json", "map", "dump", "id", str(newest)))
+    return [sum(s["used"] for s in e["formatted"]["value"]["slot"]) for e in dump]
+
+
+@pytest.mark.parametrize("name", ["prr", "door", "lia"])
 def test_program_is_selected_by_mptcp_subflows(rig: None, programs: list[str], name: str) -> None:
     assert name in bpfcc.loaded()
     assert name in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True)))
+    shared: list[list[int]] = []
+    probe = (lambda: shared.append(lia_slots_in_use())) if name == "lia" else (lambda: None)
+    subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True, probe=probe)))
     established = subflows[subflows["state"] == "ESTAB"]
     assert sorted(set(established["local_addr"])) == [PATHS[0][0], PATHS[1][0]]
     assert sorted(set(established["cc"])) == [name]
+    if name == "lia":  # the two subflows share one connection entry in lia's map
+        assert [2] in shared
 
 
 def _drop_one_in(n: int) -> None:

@@ -12,8 +12,8 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door")
-    assert sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c")) == ["door.c", "prr.c"]
+    assert bpfcc.available() == ("prr", "door", "lia")
+    assert sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c")) == ["door.c", "lia.c", "prr.c"]
 
 
 def test_bpf_names_keeps_order_and_drops_kernel_algorithms() -> None:
@@ -74,5 +74,5 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    with pytest.raises(bpfcc.MprigError, match=r"no BPF program lia \(known: prr, door\)"):
-        bpfcc.build(["prr", "lia"])
+    with pytest.raises(bpfcc.MprigError, match=r"no BPF program olia \(known: prr, door, lia\)"):
+        bpfcc.build(["prr", "olia"])

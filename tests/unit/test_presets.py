@@ -111,10 +111,10 @@ def test_uncoupled_presets_run_on_mainline() -> None:
 
 
 def test_coupled_cc_is_unavailable_on_mainline_with_the_reason() -> None:
-    check = presets.check_cc("lia", MAINLINE)
-    assert (check.algorithm, check.available) == ("lia", False)
+    check = presets.check_cc("olia", MAINLINE)
+    assert (check.algorithm, check.available) == ("olia", False)
     assert check.reason.startswith(
-        "'lia' is not in tcp_available_congestion_control (reno bbr cubic): upstream Linux "
+        "'olia' is not in tcp_available_congestion_control (reno bbr cubic): upstream Linux "
         "MPTCP (net/mptcp, 5.6+) has no coupled congestion control"
     )
 
@@ -136,6 +136,7 @@ def test_cc_algorithm_maps_presets_and_passes_names_through() -> None:
 
 
 def test_bpf_cc_is_unavailable_until_loaded_with_the_reason() -> None:
+    assert presets.check_cc("lia", MAINLINE).reason.endswith(f"): {presets._BPF}")
     check = presets.check_cc("tcpdoor", MAINLINE)
     assert (check.algorithm, check.available) == ("door", False)
     assert check.reason.startswith(
