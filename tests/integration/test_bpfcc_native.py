@@ -154,3 +154,94 @@ def test_prr_keeps_cwnd_under_loss_where_reno_halves_it(rig: None, programs: lis
     assert medians["reno"] < 20 and medians["prr"] > 3 * medians["reno"], medians
     # prr's ssthresh follows its window (set to cwnd on each recovery); reno's is a half.
     assert ssthresh["prr"] > 0.9 and ssthresh["reno"] < 0.9, ssthresh
+
+
+BN = {"client": f"{TAG}bc", "router": f"{TAG}br", "server": f"{TAG}bs"}
+BN_SERVER = "10.92.3.2"
+
+
+def _veth(a: str, b: str, n: str) -> None:
+    """A veth pair: <a><n> in namespace a, <b><n> in namespace b."""
+    sh("ip", "link", "add", f"{a}{n}", "netns", a, "type", "veth", "peer", f"{b}{n}", "netns", b)
+
+
+def _bn_links() -> None:
+    """client =(two paths)= router -(20 Mbit/s tbf, 100 kB queue)- server."""
+    c, r, s = BN["client"], BN["router"], BN["server"]
+    for i in (1, 2):
+        _veth(c, r, str(i))
+        sh("ip", "-n", c, "addr", "add", f"10.92.{i}.1/24", "dev", f"{c}{i}")
+        sh("ip", "-n", r, "addr", "add", f"10.92.{i}.254/24", "dev", f"{r}{i}")
+    _veth(r, s, "3")
+    sh("ip", "-n", r, "addr", "add", "10.92.3.254/24", "dev", f"{r}3")
+    sh("ip", "-n", s, "addr", "add", f"{BN_SERVER}/24", "dev", f"{s}3")
+    for host, devs in ((c, ("1", "2")), (r, ("1", "2", "3")), (s, ("3",))):
+        for d in devs:
+            sh("ip", "-n", host, "link", "set", f"{host}{d}", "up")
+            ns(host, "ethtool", "-K", f"{host}{d}", "tso", "off", "gso", "off", "gro", "off")
+
+
+def _bn_routes() -> None:
+    c, r, s = BN["client"], BN["router"], BN["server"]
+    ns(r, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+    sh("ip", "-n", c, "route", "add", "default", "via", "10.92.1.254", "dev", f"{c}1")
+    sh("ip", "-n", c, "rule", "add", "from", "10.92.2.1", "table", "2")
+    sh("ip", "-n", c, "route", "add", "default", "via", "10.92.2.254", "dev", f"{c}2", "table", "2")
+    sh("ip", "-n", s, "route", "add", "default", "via", "10.92.3.254")
+    ns(r, "tc", "qdisc", "add", "dev", f"{r}3", "root", "tbf", "rate", "20mbit", "burst", "20kb",
+       "limit", "100kb")  # fmt: skip
+    for host in (c, s):
+        ns(host, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+    ns(c, "ip", "mptcp", "endpoint", "add", "10.92.2.1", "dev", f"{c}2", "subflow")
+
+
+@pytest.fixture
+def bottleneck() -> Iterator[None]:
+    """A two-path MPTCP client whose paths meet at one 20 Mbit/s bottleneck."""
+    try:
+        for host in BN.values():
+            sh("ip", "netns", "add", host)
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+        _bn_links()
+        _bn_routes()
+        yield
+    finally:
+        for host in BN.values():
+            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
+
+
+def mptcp_share(cc: str, seconds: int) -> float:
+    """MPTCP (both subflows on `cc`) against one Reno TCP flow through the bottleneck, at
+    the same time: the MPTCP connection's fraction of the two received rates."""
+    c, s = BN["client"], BN["server"]
+    ports = {"tcp": str(next(PORTS)), "mptcp": str(next(PORTS))}
+    procs = []
+    try:
+        for kind, port in ports.items():
+            wrap = ["mptcpize", "run"] if kind == "mptcp" else []
+            argv = ["ip", "netns", "exec", s, *wrap, "iperf3", "-s", "-1", "-p", port]
+            procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
+        time.sleep(0.5)
+        for kind, port in ports.items():  # a socket takes the default cc when it is made
+            algorithm = cc if kind == "mptcp" else "reno"
+            ns(c, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={algorithm}")
+            wrap = ["mptcpize", "run"] if kind == "mptcp" else []
+            argv = ["ip", "netns", "exec", c, *wrap, "iperf3", "-c", BN_SERVER, "-p", port, "-J"]
+            procs.append(subprocess.Popen([*argv, "-t", str(seconds)], stdout=subprocess.PIPE))
+            time.sleep(0.2)
+        rates = {}
+        for kind, proc in zip(ports, procs[2:], strict=True):
+            out, _ = proc.communicate(timeout=seconds + 30)
+            rates[kind] = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    return rates["mptcp"] / (rates["mptcp"] + rates["tcp"])
+
+
+@pytest.mark.slow
+def test_lia_takes_no_more_than_the_tcp_flows_share(bottleneck: None, programs: list[str]) -> None:
+    shares = {cc: mptcp_share(cc, 15) for cc in ("reno", "lia")}
+    # Uncoupled Reno subflows take more than the coupled ones; lia no more than half.
+    assert shares["lia"] < shares["reno"] and shares["lia"] <= 0.5, shares
