@@ -1,13 +1,7 @@
-"""NOT part of `make test` yet (issue 6, part 5): run by hand with
-`.venv/bin/python -m pytest tests/manual/papers_vm.py` (about 15 minutes of VM time without KVM).
-Its one run so far (2026-11-21, 20-packet queues, 5 s, one repetition) gave MPTCP 15.1 / 8.3 /
-4.8 Mbit/s against TCP 9.5 / 9.1 / 9.5 at 0 / 100 / 500 ms: gains 59 / -8 / -49 %, so the 60 %
-check at 0 ms fails narrowly and MPTCP is below TCP at 100 ms (paper: 94 / 89 / 23 %).
-
-The papers' quick profiles on the virtual rig, through the real runner and collectors:
-seed 000 Table I (MPTCP's gain over TCP on the best path by delay difference) and seed 004
-Fig. 4 (MPTCP throughput by receive buffer). One VM boot for the module; run by hand under
-`flock /tmp/mprig-vm.lock .venv/bin/python -m pytest tests/integration/test_papers.py`."""
+"""The papers' quick profiles on the virtual rig, through the real runner and collectors
+(issue 6, part 5): seed 000 Table I (MPTCP's gain over TCP on the best path by delay
+difference) and seed 004 Fig. 4 (MPTCP throughput by receive buffer). One VM boot for the
+module (software emulation here: about 4 minutes in all)."""
 
 from __future__ import annotations
 
@@ -25,7 +19,7 @@ from mprig import vm
 from reports import reproduce
 from reports.results import Results, load
 
-pytestmark = pytest.mark.vm
+pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 RIG = "h8papers"

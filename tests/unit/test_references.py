@@ -131,7 +131,7 @@ def test_value_within_and_outside(synth: results.Results) -> None:
         ),
         (
             "000-t1-linux-0ms",
-            "no run matches conditions (delay_ms=0, protocol=mptcp, recovery=dsack)",
+            "no run matches conditions (delay_ms=0, protocol=mptcp, recovery=linux)",
         ),
         (
             "004-f6c-symmetric",
