@@ -30,6 +30,8 @@ PROGRAMS: Mapping[str, str] = MappingProxyType(
         "reordering is detected",
         "lia": "RFC 6356 LIA (the papers' Co-CC): coupled increase across an MPTCP "
         "connection's subflows",
+        "cwa": "CWA-MPTCP (seed 001 Algorithm 1): LIA, and every 0.5 s the slowest "
+        "subflow's cwnd divided by the delay ratio",
     }
 )
 
@@ -82,6 +84,7 @@ def clang_argv(source: Path, obj: Path, include: Path) -> list[str]:
         "clang",
         "-target",
         "bpf",
+        "-mcpu=v3",  # atomics (cwa's compare-and-swap): kernel 5.12+
         "-O2",
         "-g",
         "-Wall",

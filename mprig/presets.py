@@ -171,6 +171,7 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
         ),
         "prr": CCPreset("prr", "PR-R", "prr", _BPF),
         "tcpdoor": CCPreset("tcpdoor", "TCP-DOOR", "door", _BPF),
+        "cwa": CCPreset("cwa", "CWA-MPTCP", "cwa", _BPF),
     }
 )
 

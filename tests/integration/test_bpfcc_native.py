@@ -105,26 +105,28 @@ def transfer(cc: str, seconds: int, mptcp: bool, probe: Callable[[], None] = lam
     return "".join(samples)
 
 
-def lia_slots_in_use() -> list[int]:
-    """Per connection in lia's shared map: how many subflow slots are in use. The newest
-    map of that name is the loaded program's (older ones linger while sockets hold them)."""
+def slots_in_use(name: str) -> list[int]:
+    """Per connection in a coupled program's shared map (`<name>_conns`): how many subflow
+    slots are in use. The newest map of that name is the loaded program's (older ones
+    linger while sockets hold them)."""
     maps = json.loads(sh("bpftool", "--json", "map", "list"))
-    newest = max(m["id"] for m in maps if m.get("name") == "lia_conns")
+    newest = max(m["id"] for m in maps if m.get("name") == f"{name}_conns")
     dump = json.loads(sh("bpftool", "--json", "map", "dump", "id", str(newest)))
     return [sum(s["used"] for s in e["formatted"]["value"]["slot"]) for e in dump]
 
 
-@pytest.mark.parametrize("name", ["prr", "door", "lia"])
+@pytest.mark.parametrize("name", ["prr", "door", "lia", "cwa"])
 def test_program_is_selected_by_mptcp_subflows(rig: None, programs: list[str], name: str) -> None:
     assert name in bpfcc.loaded()
     assert name in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     shared: list[list[int]] = []
-    probe = (lambda: shared.append(lia_slots_in_use())) if name == "lia" else (lambda: None)
+    coupled = name in ("lia", "cwa")
+    probe = (lambda: shared.append(slots_in_use(name))) if coupled else (lambda: None)
     subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True, probe=probe)))
     established = subflows[subflows["state"] == "ESTAB"]
     assert sorted(set(established["local_addr"])) == [PATHS[0][0], PATHS[1][0]]
     assert sorted(set(established["cc"])) == [name]
-    if name == "lia":  # the two subflows share one connection entry in lia's map
+    if coupled:  # the two subflows share one connection entry in the program's map
         assert [2] in shared
 
 
@@ -245,3 +247,40 @@ def test_lia_takes_no_more_than_the_tcp_flows_share(bottleneck: None, programs: 
     shares = {cc: mptcp_share(cc, 15) for cc in ("reno", "lia")}
     # Uncoupled Reno subflows take more than the coupled ones; lia no more than half.
     assert shares["lia"] < shares["reno"] and shares["lia"] <= 0.5, shares
+
+
+def _tbf(dev: str, rate: str, burst: str, limit: str) -> None:
+    ns(CLIENT, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", burst,
+       "limit", limit)  # fmt: skip
+
+
+@pytest.fixture
+def uneven(rig: None) -> Iterator[None]:
+    """Path 2 slower, with its full queue twice path 1's delay: 20 Mbit/s and 150 kB
+    (60 ms) against 5 Mbit/s and 75 kB (120 ms); restored after."""
+    _tbf(f"{TAG}c1", "20mbit", "20kb", "150kb")
+    _tbf(f"{TAG}c2", "5mbit", "10kb", "75kb")
+    try:
+        yield
+    finally:
+        for i in (1, 2):
+            _tbf(f"{TAG}c{i}", "20mbit", "20kb", "200kb")
+
+
+def rtt_ratios(samples: str) -> list[float]:
+    """Per ss sample of the data connection: max srtt / min srtt over its two subflows."""
+    rows = data_subflows(parse_ss(samples))
+    rows = rows[rows["state"] == "ESTAB"]
+    per_sample = rows.groupby("time")["srtt_ms"].agg(["max", "min", "count"])
+    both = per_sample[per_sample["count"] == 2]
+    return list(both["max"] / both["min"])
+
+
+@pytest.mark.slow
+def test_cwa_narrows_the_subflows_rtt_ratio(uneven: None, programs: list[str]) -> None:
+    ratios = {cc: rtt_ratios(transfer(cc, 10, mptcp=True)) for cc in ("lia", "cwa")}
+    medians = {cc: sorted(r)[len(r) // 2] for cc, r in ratios.items()}
+    # lia lets both queues fill (ratio near 2); cwa cuts the slow subflow (here about 1.2-1.3)
+    assert min(len(r) for r in ratios.values()) > 50 and medians["cwa"] < 0.8 * medians["lia"], (
+        medians
+    )

@@ -12,8 +12,9 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door", "lia")
-    assert sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c")) == ["door.c", "lia.c", "prr.c"]
+    assert bpfcc.available() == ("prr", "door", "lia", "cwa")
+    sources = sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c"))
+    assert sources == ["cwa.c", "door.c", "lia.c", "prr.c"]
 
 
 def test_bpf_names_keeps_order_and_drops_kernel_algorithms() -> None:
@@ -26,6 +27,7 @@ def test_clang_argv_builds_a_core_bpf_object() -> None:
         "clang",
         "-target",
         "bpf",
+        "-mcpu=v3",
         "-O2",
         "-g",
         "-Wall",
@@ -74,5 +76,6 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    with pytest.raises(bpfcc.MprigError, match=r"no BPF program olia \(known: prr, door, lia\)"):
+    known = r"\(known: prr, door, lia, cwa\)"
+    with pytest.raises(bpfcc.MprigError, match=rf"no BPF program olia {known}"):
         bpfcc.build(["prr", "olia"])
