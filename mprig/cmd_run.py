@@ -174,7 +174,7 @@ def _run_native(
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
                 knobs.allow_congestion_controls(ccs),
             ):
-                rig = _virtual_up(args.rig, campaign)
+                rig = _virtual_up(args.rig, campaign, reporter.message)
                 try:
                     outcome = runner.run_campaign(
                         campaign, runs, rig, results, reporter, force=args.force
@@ -191,7 +191,7 @@ def _run_native(
     return 0 if outcome.complete == len(runs) else 1
 
 
-def _virtual_up(name: str, campaign: Any) -> Any:
+def _virtual_up(name: str, campaign: Any, say: Any) -> Any:
     """The virtual rig for the campaign: veth links, or a real 802.11 first Wi-Fi hop
     (hwsim.up converges playbooks/site.yml, so hostapd and wpa_supplicant come from the
     lab's roles, and waits until the station is associated)."""
@@ -201,6 +201,10 @@ def _virtual_up(name: str, campaign: Any) -> Any:
     if campaign.rig.wifi == "hwsim":
         from mprig.rig import hwsim
 
+        say(
+            "rig: the Wi-Fi hop is 802.11 over mac80211_hwsim; converging playbooks/site.yml "
+            "(hostapd, wpa_supplicant): minutes under software emulation"
+        )
         return hwsim.up(name, campaign.paths)
     # Inside the VM, Ansible would take minutes under emulation for state the runner sets
     # on every run anyway (sysctls, MPTCP limits and endpoints).
