@@ -1,8 +1,9 @@
 """playbooks/site.yml converges on the virtual rig over SSH, and a second run changes nothing.
 
 Natively (this module) the Wi-Fi hop is a veth, so wifi_ap and wifi_client only keep the
-policy routing; tests/ansible/test_converge_vm.py converges the same play in VM mode, where
-the hop is 802.11 (mac80211_hwsim) and hostapd/wpa_supplicant really run.
+policy routing; tests/integration/test_wifi_vm.py converges the same play in VM mode (through
+`mprig run` of a campaign with `rig: {wifi: hwsim}`), where the hop is 802.11
+(mac80211_hwsim), hostapd and wpa_supplicant really run and the station associates.
 """
 
 from __future__ import annotations
