@@ -87,9 +87,9 @@ static __always_inline struct lia_conn *lia_entry(__u64 key)
 
 static __always_inline void lia_take_slot(struct lia *ca, struct lia_conn *entry)
 {
+	/* Subflows on other CPUs may be claiming slots at the same moment: atomically. */
 	for (int i = 0; i < LIA_SUBFLOWS; i++) {
-		if (!entry->slot[i].used) {
-			entry->slot[i].used = 1;
+		if (!__sync_val_compare_and_swap(&entry->slot[i].used, 0, 1)) {
 			ca->slot = i;
 			return;
 		}

@@ -168,7 +168,7 @@ def _veth(a: str, b: str, n: str) -> None:
 
 
 def _bn_links() -> None:
-    """client =(two paths)= router -(20 Mbit/s tbf, 100 kB queue)- server."""
+    """client =(two paths)= router -(20 Mbit/s tbf, 30 kB queue)- server."""
     c, r, s = BN["client"], BN["router"], BN["server"]
     for i in (1, 2):
         _veth(c, r, str(i))
@@ -191,7 +191,7 @@ def _bn_routes() -> None:
     sh("ip", "-n", c, "route", "add", "default", "via", "10.92.2.254", "dev", f"{c}2", "table", "2")
     sh("ip", "-n", s, "route", "add", "default", "via", "10.92.3.254")
     ns(r, "tc", "qdisc", "add", "dev", f"{r}3", "root", "tbf", "rate", "20mbit", "burst", "20kb",
-       "limit", "100kb")  # fmt: skip
+       "limit", "30kb")  # fmt: skip
     for host in (c, s):
         ns(host, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
     ns(c, "ip", "mptcp", "endpoint", "add", "10.92.2.1", "dev", f"{c}2", "subflow")
@@ -244,9 +244,10 @@ def mptcp_share(cc: str, seconds: int) -> float:
 
 @pytest.mark.slow
 def test_lia_takes_no_more_than_the_tcp_flows_share(bottleneck: None, programs: list[str]) -> None:
-    shares = {cc: mptcp_share(cc, 15) for cc in ("reno", "lia")}
-    # Uncoupled Reno subflows take more than the coupled ones; lia no more than half.
-    assert shares["lia"] < shares["reno"] and shares["lia"] <= 0.5, shares
+    # 30 s each: with 15 s the start-up phase makes the shares vary by +-0.15.
+    shares = {cc: mptcp_share(cc, 30) for cc in ("reno", "lia")}
+    # Uncoupled Reno subflows take more than the TCP flow; lia's take no more than it.
+    assert shares["lia"] <= 0.45 and shares["lia"] < shares["reno"] - 0.1, shares
 
 
 def _tbf(dev: str, rate: str, burst: str, limit: str) -> None:
