@@ -285,3 +285,12 @@ def test_cwa_narrows_the_subflows_rtt_ratio(uneven: None, programs: list[str]) -
     assert min(len(r) for r in ratios.values()) > 50 and medians["cwa"] < 0.8 * medians["lia"], (
         medians
     )
+
+
+def test_doctor_reports_every_program_loadable() -> None:
+    from mprig import doctor
+
+    checks = doctor.bpf_cc_checks()
+    assert [c.name for c in checks] == [f"cc {n} (BPF)" for n in bpfcc.available()]
+    details = {"loaded", "builds and registers (loaded at campaign start)"}
+    assert [(c.ok, c.detail in details, c.required) for c in checks] == [(True, True, False)] * 4
