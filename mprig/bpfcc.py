@@ -170,7 +170,8 @@ def build(names: Iterable[str]) -> dict[str, Path]:
     objects = {}
     for name in wanted:
         source, obj = SOURCE_DIR / f"{name}.c", out_dir / f"{name}.o"
-        if is_stale(obj, [source, header, *SOURCE_DIR.glob("*.h")]):
+        # this module too: a change of clang's flags rebuilds
+        if is_stale(obj, [source, header, *SOURCE_DIR.glob("*.h"), Path(__file__)]):
             tmp = obj.with_suffix(f".{os.getpid()}.tmp")
             _run(clang_argv(source, tmp, out_dir), f"compiling {source}")
             tmp.replace(obj)
