@@ -103,19 +103,13 @@ __u32 BPF_PROG(door_ssthresh, struct sock *sk)
 SEC("struct_ops/door_cwnd_event")
 void BPF_PROG(door_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (ev == CA_EVENT_LOSS)
-		tp->snd_ssthresh = reno_half(tp);
+	reno_halve_on_timeout(sk, ev);
 }
 
 SEC("struct_ops/door_set_state")
 void BPF_PROG(door_set_state, struct sock *sk, __u8 new_state)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (new_state == TCP_CA_CWR && ca_state(sk) != TCP_CA_CWR)
-		tp->snd_ssthresh = reno_half(tp);
+	reno_halve_on_cwr(sk, new_state);
 }
 
 SEC("struct_ops/door_cong_avoid")

@@ -48,6 +48,21 @@ static __always_inline __u32 reno_half(const struct tcp_sock *tp)
 	return max(tp->snd_cwnd >> 1U, 2U);
 }
 
+/* For algorithms whose ssthresh() keeps the window in fast recovery (prr, door): the
+ * reductions Reno still makes elsewhere. A retransmission timeout (CA_EVENT_LOSS) halves
+ * ssthresh (the kernel then sets cwnd to 1); entering CWR (an ECN echo) halves it too. */
+static __always_inline void reno_halve_on_timeout(struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == CA_EVENT_LOSS)
+		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
+}
+
+static __always_inline void reno_halve_on_cwr(struct sock *sk, __u8 new_state)
+{
+	if (new_state == TCP_CA_CWR && ca_state(sk) != TCP_CA_CWR)
+		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
+}
+
 /* The kernel's own Reno, exported to struct_ops programs as kfuncs. */
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;

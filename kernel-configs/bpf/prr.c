@@ -29,19 +29,13 @@ __u32 BPF_PROG(prr_ssthresh, struct sock *sk)
 SEC("struct_ops/prr_cwnd_event")
 void BPF_PROG(prr_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (ev == CA_EVENT_LOSS)
-		tp->snd_ssthresh = reno_half(tp);
+	reno_halve_on_timeout(sk, ev);
 }
 
 SEC("struct_ops/prr_set_state")
 void BPF_PROG(prr_set_state, struct sock *sk, __u8 new_state)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (new_state == TCP_CA_CWR && ca_state(sk) != TCP_CA_CWR)
-		tp->snd_ssthresh = reno_half(tp);
+	reno_halve_on_cwr(sk, new_state);
 }
 
 SEC("struct_ops/prr_cong_avoid")

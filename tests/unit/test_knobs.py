@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import knobs
+from mprig import knobs, presets
 from mprig.errors import UsageError
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
@@ -128,16 +128,7 @@ def test_small_receive_buffer_starts_at_its_maximum_and_skips_core_sysctls() -> 
 
 def test_prr_recovery_sets_the_nopr_base_and_the_prr_algorithm() -> None:
     out = knobs.sysctls(Variant(name="v", protocol="tcp", path="wifi", recovery="prr", cc="prr"))
-    assert out == {
-        "net.ipv4.tcp_sack": "0",
-        "net.ipv4.tcp_dsack": "0",
-        "net.ipv4.tcp_frto": "0",
-        "net.ipv4.tcp_timestamps": "0",
-        "net.ipv4.tcp_recovery": "0",
-        "net.ipv4.tcp_early_retrans": "0",
-        "net.ipv4.tcp_reordering": "3",
-        "net.ipv4.tcp_max_reordering": "3",
-        "net.ipv4.tcp_congestion_control": "prr",
-    }
+    nopr = presets.recovery_sysctls("nopr")  # its values: tests/unit/test_presets.py
+    assert out == {**nopr, "net.ipv4.tcp_congestion_control": "prr"}
     with pytest.raises(UsageError, match=r"recovery 'tcpdoor' \(TCP-DOOR\) is the congestion"):
         knobs.sysctls(Variant(name="v", recovery="tcpdoor"))
