@@ -239,10 +239,51 @@ def traffic(r: Rig, bundle: Path, duration: float) -> None:
     srv.wait(timeout=duration + 15)
 
 
-def traffic_bulk(r: Rig, bundle: Path, nbytes: int) -> None:
+# The cross-check's receiver: a receive buffer larger than the transfer, and no read until
+# the sender's DATA_FIN (poll for POLLRDHUP, which takes no socket lock). A reading
+# application holds the subflows' socket locks in recvmsg; packets arriving meanwhile wait
+# in the socket backlog and reach MPTCP later than, and in another order than, the capture
+# records them, which the capture cannot see. Never reading during the transfer makes the
+# kernel process every packet in capture order, so the two counts measure the same thing.
+HOLD_RECEIVER = r"""
+import hashlib, json, select, socket, sys, time
+addr, port, nbytes, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * nbytes)
+s.settimeout(10); s.connect((addr, port)); s.settimeout(None)
+t0, p = time.monotonic(), select.poll()
+p.register(s, select.POLLRDHUP)
+while not p.poll(60_000):
+    pass
+h, done = hashlib.sha256(), 0
+while chunk := s.recv(1 << 20):
+    h.update(chunk); done += len(chunk)
+s.close()
+with open(out, "w") as f:
+    json.dump({"bytes": done, "sha256": h.hexdigest(), "seconds": time.monotonic() - t0}, f)
+"""
+
+
+@contextmanager
+def rmem_max(limit: int) -> Iterator[None]:
+    """Raise net.core.rmem_max (the SO_RCVBUF cap; init namespace only) to `limit` for the
+    duration, if `limit` is above it; restored afterwards."""
+    knob = Path("/proc/sys/net/core/rmem_max")
+    before = int(knob.read_text())
+    if limit > before:
+        knob.write_text(str(limit))
+    try:
+        yield
+    finally:
+        if limit > before:
+            knob.write_text(str(before))
+
+
+def traffic_bulk(r: Rig, bundle: Path, nbytes: int, *, hold: bool = False) -> None:
     """The runner's bulk transfer (mprig.traffic): the client reads every byte before it
-    closes, so no data arrives after the receiver's close."""
-    from mprig.traffic import bulk_argv
+    closes, so no data arrives after the receiver's close. `hold`: the cross-check's
+    receiver (HOLD_RECEIVER) instead of the runner's."""
+    from mprig.traffic import BULK_PORT, bulk_argv
 
     tmp = Path(f"/tmp/{r.prefix}-bulk")
     tmp.mkdir(exist_ok=True)
@@ -251,7 +292,11 @@ def traffic_bulk(r: Rig, bundle: Path, nbytes: int) -> None:
     time.sleep(0.5)
     recv = bulk_argv("connect", SERVER_ADDR, nbytes, 1, mptcp=True, send=False,
                      out=f"{tmp}/r.json")  # fmt: skip
-    r.run("client", recv)
+    if hold:
+        recv = ["python3", "-c", HOLD_RECEIVER, SERVER_ADDR, str(BULK_PORT), str(nbytes)]
+        recv.append(f"{tmp}/r.json")
+    with rmem_max(16 * nbytes if hold else 0):
+        r.run("client", recv)
     srv.wait(timeout=30)
     sent, got = (json.loads((tmp / n).read_text()) for n in ("s.json", "r.json"))
     doc = {"bytes": sent["bytes"], "sha256_sent": sent["sha256"], "sha256_received":
@@ -260,7 +305,13 @@ def traffic_bulk(r: Rig, bundle: Path, nbytes: int) -> None:
 
 
 def run_traffic(
-    r: Rig, bundle: Path, duration: float, snaplen: int, hosts: Sequence[str], bulk: int | None
+    r: Rig,
+    bundle: Path,
+    duration: float,
+    snaplen: int,
+    hosts: Sequence[str],
+    bulk: int | None,
+    hold: bool = False,
 ) -> dict[str, int]:
     snapshot(r, bundle, "before")
     caps = {h: start_capture(r, h, bundle, snaplen) for h in hosts}
@@ -268,7 +319,7 @@ def run_traffic(
     sampler.start()
     try:
         if bulk:
-            traffic_bulk(r, bundle, bulk)
+            traffic_bulk(r, bundle, bulk, hold=hold)
         else:
             traffic(r, bundle, duration)
     finally:
@@ -369,14 +420,16 @@ def make_bundle(
     paths: Sequence[PathDef] = PATHS,
     hosts: Sequence[str] = ("client", "server"),
     bulk: int | None = None,
+    hold: bool = False,
 ) -> Path:
     """Run one real MPTCP download (iperf3 for `duration`, or a `bulk` transfer of that
-    many bytes) and write its bundle into `bundle` (created)."""
+    many bytes; `hold`: with the cross-check's receiver) and write its bundle into `bundle`
+    (created)."""
     bundle.mkdir(parents=True)
     with rig(prefix, paths) as r:
         cc = r.run("server", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]).strip()
         started = time.time()
-        drops = run_traffic(r, bundle, duration, snaplen, hosts, bulk)
+        drops = run_traffic(r, bundle, duration, snaplen, hosts, bulk, hold)
         meta: dict[str, object] = {
             "cc": cc,
             "duration": duration,
@@ -410,6 +463,6 @@ if __name__ == "__main__":
     prefix = f"h5g{os.getpid() % 1000}"
     if len(sys.argv) == 4 and sys.argv[2] == "--crosscheck":  # a bulk transfer of N bytes
         make_bundle(Path(sys.argv[1]), prefix=prefix, paths=CROSSCHECK_PATHS,
-                    bulk=int(sys.argv[3]), hosts=("client",))  # fmt: skip
+                    bulk=int(sys.argv[3]), hosts=("client",), hold=True)  # fmt: skip
     else:
         make_bundle(Path(sys.argv[1]), prefix=prefix, paths=FIXTURE_PATHS, hosts=("client",))
