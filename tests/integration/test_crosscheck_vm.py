@@ -117,4 +117,6 @@ def test_collect_reports_the_kernel_ratio(bundle: Path) -> None:
     assert (bulk["bytes_received"], bulk["sha256_received"]) == (2_000_000, bulk["sha256_sent"])
     row = doc["row"]
     assert [p for p in ("wifi", "cell") if 0.3 < row[f"link_util.{p}"] <= 1.05] == ["wifi", "cell"]
-    assert row["srtt_ms.cell"] > row["srtt_ms.wifi"] > 10.0  # netem: 40 ms vs 10 ms
+    # netem delays the data 40 ms on cell and 10 ms on wifi (their 1000-packet queues, which
+    # the holding receiver's large window fills, add more: the order of the two can flip)
+    assert (row["srtt_ms.cell"] > 40.0, row["srtt_ms.wifi"] > 10.0) == (True, True), row
