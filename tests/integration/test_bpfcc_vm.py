@@ -6,13 +6,11 @@ records). One VM boot for the module (about 3 minutes: clang runs under emulatio
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vmcampaign import campaign_in_vm
 
 from mprig import vm
 
@@ -36,18 +34,8 @@ KERNEL_NAME = {"mptcp_prr": "prr", "mptcp_door": "door", "mptcp_lia": "lia", "mp
 
 @pytest.fixture(scope="module")
 def results() -> Iterator[Path]:
-    out = Path(tempfile.mkdtemp(prefix="h9-bpfvm-", dir="/var/tmp"))  # the VM has its own /tmp
-    try:
-        spec = out / "bpf.yaml"
-        spec.write_text(CAMPAIGN)
-        argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
-        argv += ["--rig", "h9bpf", "--results", str(out)]
-        with vm.VmSession(rwdirs=[out]) as session:
-            done = session.run(argv, timeout=900)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-        yield out / "bpf"
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    with campaign_in_vm(CAMPAIGN, "bpf", rig="h9bpf", timeout=900) as out:
+        yield out
 
 
 def test_every_run_completed_on_the_stock_kernel(results: Path) -> None:

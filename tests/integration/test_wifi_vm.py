@@ -8,17 +8,14 @@ One VM boot for the module; Ansible under software emulation makes it a few minu
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vmcampaign import campaign_in_vm
 
 from collectors.analyze import analyze_pcap
-from mprig import vm
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
@@ -38,20 +35,10 @@ WLAN0, WWAN0 = "10.1.1.2", "10.2.1.2"  # the client's addresses on the two paths
 
 @pytest.fixture(scope="module")
 def bundle() -> Iterator[Path]:
-    out = Path(tempfile.mkdtemp(prefix="h5-wifi-", dir="/var/tmp"))  # the VM has its own /tmp
-    try:
-        spec = out / "wifi.yaml"
-        spec.write_text(CAMPAIGN)
-        argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
-        argv += ["--rig", "h5wifi", "--results", str(out)]
-        with vm.VmSession(rwdirs=[out]) as session:
-            done = session.run(argv, timeout=1500)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-        runs = [p for p in (out / "wifi").iterdir() if (p / "run.json").exists()]
+    with campaign_in_vm(CAMPAIGN, "wifi", rig="h5wifi", timeout=1500) as results:
+        runs = [p for p in results.iterdir() if (p / "run.json").exists()]
         assert len(runs) == 1
         yield runs[0]
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def test_the_client_was_associated_with_the_hostapd_ap(bundle: Path) -> None:
