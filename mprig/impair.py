@@ -38,6 +38,8 @@ def netem_args(d: Direction) -> list[str]:
         args.append(f"{_num(d.jitter_ms)}ms")
     if d.loss_pct:
         args += ["loss", f"{_num(d.loss_pct)}%"]
+    if d.reorder_pct:
+        args += ["reorder", f"{_num(d.reorder_pct)}%"]
     args += ["rate", f"{_num(d.rate_mbit)}mbit", "limit", str(netem_limit(d))]
     return args
 

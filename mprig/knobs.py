@@ -14,7 +14,8 @@ from mprig.errors import ToolMissing, UsageError
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
 
-PM_TYPES = {"kernel": "0", "userspace": "1"}  # net.mptcp.pm_type
+# net.mptcp.pm_type; RBPM (mprig.rbpm) steers the kernel path manager's subflows from userspace
+PM_TYPES = {"kernel": "0", "userspace": "1", "rbpm": "0"}
 MPTCP_LIMIT = "8"  # subflows and add_addr_accepted on both ends: one per path, up to eight
 _KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 

@@ -89,7 +89,17 @@ class Direction(StrictModel):
     delay_ms: float = Field(default=0, ge=0, le=10_000)  # one-way delay, ms
     jitter_ms: float = Field(default=0, ge=0, le=10_000)  # delay jitter, ms
     loss_pct: float = Field(default=0, ge=0, le=100)  # random loss, percent of packets
+    # percent of packets netem sends at once, ahead of the delayed ones (needs delay_ms > 0)
+    reorder_pct: float = Field(default=0, ge=0, le=100)
     limit_pkts: int = Field(default=1000, ge=1, le=1_000_000)  # netem queue limit, packets
+
+    @model_validator(mode="after")
+    def _reorder_needs_delay(self) -> Direction:
+        if self.reorder_pct and not self.delay_ms:
+            raise SpecIssue(
+                ("reorder_pct",), "reordering needs a delay to overtake: set delay_ms > 0"
+            )
+        return self
 
 
 DIRECTION_FIELDS: tuple[str, ...] = tuple(Direction.model_fields)
@@ -132,7 +142,8 @@ class Variant(StrictModel):
     paths: tuple[Name, ...] | None = None  # mptcp: paths with a subflow endpoint (default all)
     cc: Token = "cubic"  # net.ipv4.tcp_congestion_control
     scheduler: Token | None = None  # net.mptcp.scheduler, where the kernel has it
-    path_manager: Literal["kernel", "userspace"] = "kernel"  # net.mptcp.pm_type
+    # net.mptcp.pm_type; rbpm: the kernel's, with mprig's RBPM controller on the client
+    path_manager: Literal["kernel", "userspace", "rbpm"] = "kernel"
     recovery: Token | None = None  # reordering-recovery preset (nopr, dsack, frto, eifel)
     sysctls: dict[SysctlKey, SysctlValue] = Field(default_factory=dict)  # client and server
     rmem: int | None = Field(default=None, ge=4096, le=1 << 30)  # receive buffer max, bytes

@@ -17,6 +17,13 @@ def test_netem_args_full() -> None:
     ]  # fmt: skip
 
 
+def test_netem_args_reorder_after_loss() -> None:
+    d = Direction(rate_mbit=10, delay_ms=20, loss_pct=1, reorder_pct=5, limit_pkts=100)
+    assert impair.netem_args(d) == [
+        "delay", "20ms", "loss", "1%", "reorder", "5%", "rate", "10mbit", "limit", "117",
+    ]  # fmt: skip
+
+
 def test_netem_args_minimal() -> None:
     d = Direction(rate_mbit=0.5)
     assert impair.netem_args(d) == ["delay", "0ms", "rate", "0.5mbit", "limit", "1000"]

@@ -38,6 +38,10 @@ def test_default_mptcp_variant_sysctls() -> None:
     }
 
 
+def test_rbpm_runs_on_the_kernel_path_manager() -> None:
+    assert knobs.sysctls(Variant(name="v", path_manager="rbpm"))["net.mptcp.pm_type"] == "0"
+
+
 def test_preset_buffers_scheduler_and_extra_sysctls() -> None:
     v = Variant(
         name="v",

@@ -231,6 +231,8 @@ def test_apply_point_sets_the_named_fields_only() -> None:
         (BASE.replace("- name: mptcp", "- name: mptcp\n    paths: [wifi, lte]"),
          ("t.yaml", 13, "variants.mptcp.paths")),
         (BASE.replace("- name: cell", "- name: 9cell"), ("t.yaml", 7, "paths[1].name")),
+        (BASE.replace("delay_ms: 10", "delay_ms: 10\n    down: {delay_ms: 0, reorder_pct: 5}"),
+         ("t.yaml", 7, "paths.wifi.down.reorder_pct")),
     ],
 )  # fmt: skip
 def test_error_locations(text: str, where: tuple[str, int, str]) -> None:
