@@ -91,9 +91,13 @@ def apply_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[
     return cmds
 
 
+AVAILABLE_CC = "net.ipv4.tcp_available_congestion_control"
+
+
 def read_argv(variant: Variant) -> list[str]:
-    """`sysctl KEY...`: the values in force, recorded as host facts after applying."""
-    return ["sysctl", *sysctls(variant)]
+    """`sysctl KEY...`: the values in force, recorded as host facts after applying, and the
+    congestion controls the host offers (reports say "not available on this kernel")."""
+    return ["sysctl", *sysctls(variant), AVAILABLE_CC]
 
 
 def parse_sysctl(text: str) -> dict[str, str]:

@@ -136,3 +136,9 @@ def test_prr_recovery_sets_the_nopr_base_and_the_prr_algorithm() -> None:
     assert out == {**nopr, "net.ipv4.tcp_congestion_control": "prr"}
     with pytest.raises(UsageError, match=r"recovery 'tcpdoor' \(TCP-DOOR\) is the congestion"):
         knobs.sysctls(Variant(name="v", recovery="tcpdoor"))
+
+
+def test_read_argv_records_the_variant_sysctls_and_the_available_ccs() -> None:
+    argv = knobs.read_argv(Variant(name="v", cc="reno"))
+    assert argv[0] == "sysctl" and argv[-1] == "net.ipv4.tcp_available_congestion_control"
+    assert argv[1:-1] == list(knobs.sysctls(Variant(name="v", cc="reno")))
