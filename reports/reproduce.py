@@ -64,8 +64,11 @@ _NS3_WIFI = (
     "Stack: the paper's NS-3 MPTCP model against the running Linux kernel's upstream MPTCP. "
     "Reordering solutions are mprig/presets.py presets; each switches Linux's other "
     "mechanisms off, and the notes below say how each still differs from the NS-3 model.",
-    "TCP-DOOR and PR-R change the sender's response and need the BPF algorithms of a later "
-    "issue: their references are not comparable until then.",
+    "TCP-DOOR and PR-R change the sender's response to reordering: mprig builds them as BPF "
+    "congestion controls (door, prr; docs/bpf.md) on per-subflow Reno. PR-R keeps cwnd on "
+    "the third duplicate ACK as the paper's; Linux's PRR still paces the recovery by packet "
+    "conservation. TCP-DOOR reacts to the reordering Linux detects (SACK/D-SACK, undo) "
+    "instead of the paper's ADSN/TPSN option, which no Linux peer sends.",
 )
 
 PAPERS: dict[str, PaperPlan] = {
@@ -96,8 +99,10 @@ PAPERS: dict[str, PaperPlan] = {
         ),
         (
             *_NS3_WIFI,
-            "Congestion control: the paper ran coupled congestion control (RFC 6356 LIA); "
-            "upstream Linux has none, so every variant runs uncoupled Reno.",
+            "Congestion control: the paper ran coupled congestion control (RFC 6356 LIA); here "
+            "every MPTCP variant runs per-subflow Reno (PR-R and TCP-DOOR are Reno-based BPF "
+            "programs, and one subflow runs one algorithm), so the variants differ only in "
+            "their response to reordering. Coupled rows are in seed 003's campaigns.",
             "Table I: the paper gives neither rates nor base delays for the Linux study it "
             "quotes; the campaign uses two 10 Mbit/s paths with 100-packet queues and sets "
             "the second path's link delay (both directions) to the difference. Its Linux "
@@ -106,6 +111,34 @@ PAPERS: dict[str, PaperPlan] = {
             "preset: timestamps and RACK off) today's MPTCP aggregates far worse here.",
         ),
         wifi=True,
+    ),
+    "001": PaperPlan(
+        "001",
+        "CWA-MPTCP and a proactive scheduler (Zhou, Song, Shi)",
+        ("001-cwa",),
+        (
+            Comparison(
+                "001-cwa",
+                "p2.delay_ms",
+                "lia",
+                "Goodput (iperf3's receiver rate) by the second path's one-way delay (ms)",
+                "Paper: CWA's goodput approaches the 6 Mbit/s aggregate; original (coupled) "
+                "MPTCP's stays close to the slow path's 2 Mbit/s.",
+            ),
+        ),
+        (
+            "Stack: the paper extended NS-2's MPTCP model; the rig runs upstream Linux MPTCP "
+            "with CWA as a BPF congestion control (cwa: LIA's increase, Reno's decrease, "
+            "Algorithm 1 every 0.5 s on the subflows' smoothed RTTs, which stand in for the "
+            "paper's end-to-end path delays). 'Original MPTCP' is the BPF lia.",
+            "Paths: the paper's averages (4.0 and 2.0 Mbit/s) at fixed rates; it gives no "
+            "delays, so path 1 has 10 ms one way and path 2's delay is the sweep.",
+            "Receive buffer: 100 MSS as in the paper (rmem 290000: Linux advertises half of it).",
+            "The proactive scheduler (Algorithm 2, wired paths) needs a scheduler hook mainline "
+            "kernels do not expose to BPF: it is a kernel patch (kernel-configs/patches), not "
+            "run on the virtual rig's stock kernel. The cooperative relay scenario (Figs. 6-8) "
+            "has no campaign.",
+        ),
     ),
     "002": PaperPlan(
         "002",
@@ -118,8 +151,11 @@ PAPERS: dict[str, PaperPlan] = {
             "(off in the paper) have no switch upstream.",
             "Path manager: fullmesh in the paper; upstream's kernel path manager with one "
             "subflow endpoint per client interface gives the same four subflows.",
-            "RBPM itself is a path manager not available here: only 'original MPTCP' runs; the "
-            "RBPM numbers are reported as not comparable.",
+            "RBPM: the paper's path manager deactivates a path; here mprig's controller "
+            "(docs/rbpm.md) runs on the client beside the kernel path manager and marks the "
+            "worst subflow backup (MP_PRIO), so the server's scheduler stops using it while "
+            "others can send, and clears the flag when the buffer frees up; its decisions are "
+            "in each run's rbpm.jsonl.",
         ),
     ),
     "003": PaperPlan(
@@ -137,9 +173,11 @@ PAPERS: dict[str, PaperPlan] = {
         ),
         (
             *_NS3_WIFI,
-            "Congestion control: Co-CC (LIA) and FC-CC are unavailable on upstream Linux (see "
-            "the check below); the campaigns run Un-CC (uncoupled Reno), and the Co-CC and "
-            "FC-CC columns of Tables III and IV are not comparable.",
+            "Congestion control: Un-CC is per-subflow Reno; Co-CC is mprig's BPF lia (RFC 6356, "
+            "state shared per MPTCP connection); FC-CC exists in NS-3 only, so its columns of "
+            "Tables III and IV are not comparable. TCP-DOOR runs on Un-CC (BPF door, Reno per "
+            "subflow); TCP-DOOR with Co-CC would need one program doing both, so that cell has "
+            "no run.",
         ),
         wifi=True,
     ),
@@ -177,12 +215,6 @@ PAPERS: dict[str, PaperPlan] = {
         ),
     ),
 }
-
-NOT_REPRODUCED = {
-    "001": "CWA-MPTCP and its proactive scheduler (Zhou, Song, Shi; NS-2) are sender "
-    "algorithms Linux does not have; no campaign until a later issue adds them as BPF.",
-}
-
 
 # --- pure builders -----------------------------------------------------------------------
 
@@ -307,7 +339,7 @@ def cc_lines(available: tuple[str, ...] | None) -> list[str]:
     if available is None:
         return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
     out = [f"Kernel offers: {' '.join(available)}.", ""]
-    for name in ("uncoupled", "lia", "olia", "fully_coupled"):
+    for name in ("uncoupled", "lia", "olia", "fully_coupled", "prr", "tcpdoor", "cwa"):
         c = presets.check_cc(name, available)
         status = "available" if c.available else f"unavailable: {c.reason}"
         out.append(f"- {presets.CC_PRESETS[name].paper_name} (`{name}`): {status}")
@@ -431,8 +463,6 @@ def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
 
 def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
     """Optionally run a paper's campaigns, then write OUT/<seed>-<profile>.md."""
-    if seed in NOT_REPRODUCED:
-        raise UsageError(f"seed {seed}: {NOT_REPRODUCED[seed]}")
     if seed not in PAPERS:
         raise UsageError(f"seed {seed!r}: no such paper (papers: {', '.join(PAPERS)})")
     plan = PAPERS[seed]
@@ -467,7 +497,7 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 002 003 004")
+    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 001 002 003 004")
     p.add_argument("--profile", choices=PROFILES, default="quick", help="default: quick")
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
@@ -483,8 +513,6 @@ def main(args: argparse.Namespace) -> int:
         for seed, plan in PAPERS.items():
             files = " ".join(campaign_file(s, args.profile).name for s in plan.campaigns)
             print(f"{seed}  {plan.title}\n     {files}")
-        for seed, why in NOT_REPRODUCED.items():
-            print(f"{seed}  not reproduced: {why}")
         return 0 if args.list else 2
     out = args.out or args.results / "reproduce"
     for seed in args.seeds:
