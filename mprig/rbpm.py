@@ -1,0 +1,429 @@
+"""RBPM, seed 002's receive-buffer-based path management, as a controller on the client.
+
+Self-contained (standard library only): the runner sends this file to the client as
+`python3 -c <this file> ARGS`, so a lab client needs Python but not mprig. It also runs as
+`python -m mprig.rbpm ARGS`. See docs/rbpm.md.
+
+Every interval the controller reads the MPTCP connection with `ss -tinHMm`, estimates the
+receive buffer the active subflows need (the paper's Eq. 2-4), and while that exceeds the
+free receive buffer it marks the worst active subflow (max-min score, Eq. 5) backup with
+`ip mptcp endpoint change id N backup` (MP_PRIO to the peer); when the free buffer exceeds
+twice what all subflows would need, it clears every flag it set. One JSON line per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+ENABLE_FACTOR = 2.0  # re-enable every stopped subflow when free > this x required
+
+# -- the algorithm (pure) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Subflow:
+    """One subflow as the algorithm sees it."""
+
+    key: str  # local address:port (unique per subflow)
+    addr: str  # local address: the endpoint RBPM marks
+    rtt_ms: float  # RTT_i
+    mss: int  # MSS_i, bytes
+    pkts: float  # o_i: packets in flight per RTT (the paper takes cwnd)
+    bw: float  # bandwidth estimate, bytes/s (for the score)
+    active: bool = True  # not stopped by RBPM
+
+
+def k_ooo(rtt_i: float, rtt_j: float) -> int:
+    """Eq. 2: how many times subflow i sends a window during subflow j's RTT, beyond the
+    first: floor(RTT_j / RTT_i) - 1 when the ratio is at least 2, else 0 (for RTT_j > RTT_i)."""
+    if rtt_i <= 0 or rtt_j <= rtt_i:
+        return 0
+    ratio = rtt_j / rtt_i
+    return math.floor(ratio) - 1 if ratio >= 2 else 0
+
+
+def required_bytes(subflows: Sequence[Subflow]) -> float:
+    """Eq. 3-4: sum over the set of k(i, j) * o_i * MSS_i, j the subflow with the largest
+    RTT: the out-of-order data the faster subflows deliver while j's packet is in flight."""
+    if not subflows:
+        return 0.0
+    rtt_j = max(s.rtt_ms for s in subflows)
+    return float(sum(k_ooo(s.rtt_ms, rtt_j) * s.pkts * s.mss for s in subflows))
+
+
+def _norm(value: float, low: float, high: float) -> float:
+    return (value - low) / (high - low) if high > low else 0.0
+
+
+def scores(subflows: Sequence[Subflow]) -> dict[str, float]:
+    """Eq. 5, max-min normalisation over all subflows: (BW_i - BW_min) / (BW_max - BW_min)
+    - (RTT_i - RTT_min) / (RTT_max - RTT_min). Higher is better."""
+    bws = [s.bw for s in subflows]
+    rtts = [s.rtt_ms for s in subflows]
+    return {
+        s.key: _norm(s.bw, min(bws), max(bws)) - _norm(s.rtt_ms, min(rtts), max(rtts))
+        for s in subflows
+    }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one step decided."""
+
+    action: str  # none | backup | nobackup
+    targets: tuple[str, ...]  # subflow keys the action applies to
+    required: float  # Eq. 3 over the subflows active before the action, bytes
+    required_all: float  # Eq. 3 over every subflow, bytes
+    free: float  # free receive buffer, bytes
+    scores: dict[str, float]
+
+
+def decide(subflows: Sequence[Subflow], free: float) -> Decision:
+    """Algorithm 1 on one snapshot: re-enable every stopped subflow when free > 2 x what all
+    subflows need; else stop the worst active subflow, recalculate, repeat, while the
+    active ones need more than is free (never the last one)."""
+    every = scores(subflows)
+    active = [s for s in subflows if s.active]
+    required, required_all = required_bytes(active), required_bytes(subflows)
+    stopped = tuple(s.key for s in subflows if not s.active)
+
+    def made(action: str, targets: tuple[str, ...]) -> Decision:
+        return Decision(action, targets, required, required_all, free, every)
+
+    if stopped and free > ENABLE_FACTOR * required_all:
+        return made("nobackup", stopped)
+    worst: list[str] = []
+    while len(active) > 1 and required_bytes(active) > free:
+        out = min(active, key=lambda s: (every[s.key], -s.rtt_ms))
+        worst.append(out.key)
+        active.remove(out)
+    return made("backup", tuple(worst)) if worst else made("none", ())
+
+
+# -- reading ss (pure) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SsSocket:
+    """One socket of `ss -tinHMm` output (the fields RBPM reads)."""
+
+    netid: str  # tcp (a subflow) or mptcp (the connection)
+    addr: str  # local address
+    port: int  # local port
+    token: str  # local MPTCP token: ties subflows to their connection
+    info: dict[str, str]  # every key:value of the info line (skmem kept whole)
+
+
+_SKMEM = re.compile(r"skmem:\(([^)]*)\)")
+_TOKEN = re.compile(r"^(?:[0-9a-f]+\(id:\d+\)/)?([0-9a-f]+)(?:\(id:\d+\))?$")
+
+
+def _local(text: str) -> tuple[str, int]:
+    addr, _, port = text.rpartition(":")
+    addr = addr.strip("[]").split("%")[0].removeprefix("::ffff:")
+    return addr, int(port) if port.isdigit() else 0
+
+
+def _info(line: str) -> dict[str, str]:
+    out = {}
+    m = _SKMEM.search(line)
+    if m:
+        out["skmem"] = m.group(1)
+    for tok in _SKMEM.sub("", line).split():
+        key, sep, value = tok.partition(":")
+        if sep:
+            out[key] = value
+    return out
+
+
+def parse_ss(text: str) -> list[SsSocket]:
+    """Sockets of `ss -tinHMm` output: a socket line, then its indented info line."""
+    out: list[SsSocket] = []
+    head: list[str] | None = None
+    for line in text.splitlines():
+        if line[:1] in (" ", "\t") and head is not None:
+            info = _info(line)
+            m = _TOKEN.match(info.get("token", ""))
+            addr, port = _local(head[4])
+            out.append(SsSocket(head[0], addr, port, m.group(1) if m else "", info))
+            head = None
+        elif line.strip():
+            head = line.split()
+            if len(head) < 6:
+                head = None
+    return out
+
+
+def skmem(sock: SsSocket) -> dict[str, int]:
+    """The socket's memory counters: r (receive memory in use), rb (receive buffer), ..."""
+    items = (re.match(r"([a-z]+)(\d+)$", p) for p in sock.info.get("skmem", "").split(","))
+    return {m.group(1): int(m.group(2)) for m in items if m}
+
+
+def connection(sockets: Sequence[SsSocket]) -> tuple[SsSocket | None, list[SsSocket]]:
+    """The MPTCP connection that moved the most bytes and its established subflows."""
+    conns = {s.token: s for s in sockets if s.netid == "mptcp" and s.token}
+    subs = [s for s in sockets if s.netid == "tcp" and s.token in conns]
+
+    def moved(token: str) -> int:
+        return sum(
+            _int(s, "bytes_received") + _int(s, "bytes_acked") for s in subs if s.token == token
+        )
+
+    if not conns:
+        return None, []
+    best = max(conns, key=moved)
+    return conns[best], [s for s in subs if s.token == best]
+
+
+def _int(sock: SsSocket, key: str) -> int:
+    try:
+        return int(sock.info.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def _float(sock: SsSocket, key: str) -> float:
+    try:
+        return float(sock.info.get(key, "0").partition("/")[0])
+    except ValueError:
+        return 0.0
+
+
+def parse_endpoints(text: str) -> dict[str, tuple[int, bool]]:
+    """`ip mptcp endpoint show`: local address -> (endpoint id, backup flag)."""
+    out = {}
+    for line in text.splitlines():
+        tok = line.split()
+        if "id" in tok and tok.index("id") + 1 < len(tok):
+            out[tok[0]] = (int(tok[tok.index("id") + 1]), "backup" in tok)
+    return out
+
+
+# -- estimation (state across samples) --------------------------------------------------
+
+
+@dataclass
+class Estimator:
+    """Per subflow: the paper's inputs from successive ss samples.
+
+    receiver role (the client receives, download): o_i is what the subflow delivered in one
+    RTT (its receive rate over `window` seconds x RTT / MSS), RTT_i ss's rcv_rtt (the
+    receiver's estimate, queueing included), BW_i the receive rate; free is the MPTCP
+    socket's receive buffer minus the memory in use (rb - r). sender role (upload): o_i is
+    cwnd, RTT_i the smoothed RTT, BW_i cwnd x MSS / RTT, free the peer's advertised window
+    (snd_wnd: MPTCP advertises its connection-level window on every subflow).
+    A stopped subflow keeps the values it had when it was stopped (it carries no data).
+    """
+
+    role: str
+    window: float = 1.0  # seconds of byte counts behind a rate
+    history: dict[str, deque[tuple[float, int]]] = field(default_factory=dict)
+    last: dict[str, Subflow] = field(default_factory=dict)
+
+    def subflows(self, now: float, subs: Sequence[SsSocket], stopped: set[str]) -> list[Subflow]:
+        out = []
+        for s in subs:
+            key = f"{s.addr}:{s.port}"
+            fresh = self._measure(now, key, s)
+            if key in stopped and key in self.last:
+                out.append(replace(self.last[key], active=False))
+            elif fresh is not None:
+                self.last[key] = fresh
+                out.append(replace(fresh, active=key not in stopped))
+        return out
+
+    def _measure(self, now: float, key: str, s: SsSocket) -> Subflow | None:
+        mss = _int(s, "mss") or 1448
+        if self.role == "sender":
+            rtt, pkts = _float(s, "rtt"), float(_int(s, "cwnd"))
+            bw = pkts * mss / (rtt / 1000) if rtt > 0 else 0.0
+        else:
+            rtt = _float(s, "rcv_rtt") or _float(s, "rtt")
+            bw = self._rate(now, key, _int(s, "bytes_received"))
+            pkts = bw * rtt / 1000 / mss
+        return Subflow(key, s.addr, rtt, mss, pkts, bw) if rtt > 0 else None
+
+    def _rate(self, now: float, key: str, received: int) -> float:
+        h = self.history.setdefault(key, deque())
+        h.append((now, received))
+        while len(h) > 2 and now - h[1][0] >= self.window:
+            h.popleft()
+        (t0, b0), (t1, b1) = h[0], h[-1]
+        return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def free_bytes(role: str, conn: SsSocket, subs: Sequence[SsSocket]) -> float:
+    """The free receive buffer (see Estimator)."""
+    if role == "sender":
+        return float(max((_int(s, "snd_wnd") for s in subs), default=0))
+    mem = skmem(conn)
+    return float(mem.get("rb", 0) - mem.get("r", 0))
+
+
+# -- the controller (I/O) ---------------------------------------------------------------
+
+Runner = Callable[[list[str]], str]
+
+
+def run_argv(argv: list[str]) -> str:
+    """Run a command (argv list, no shell); its stdout; CalledProcessError on failure."""
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=5)
+    return done.stdout
+
+
+@dataclass
+class Controller:
+    """Reads ss, decides, marks endpoints, logs one JSON line per step."""
+
+    role: str
+    port: int
+    log: TextIO
+    run: Runner = run_argv
+    window: float = 1.0
+    marked: dict[str, int] = field(default_factory=dict)  # subflow key -> endpoint id
+    est: Estimator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.est = Estimator(self.role, self.window)
+
+    def ss_argv(self) -> list[str]:
+        return ["ss", "-tinHMm", f"( sport = :{self.port} or dport = :{self.port} )"]
+
+    def step(self, now: float) -> None:
+        conn, subs = connection(parse_ss(self.run(self.ss_argv())))
+        if conn is None or not subs:
+            return
+        flows = self.est.subflows(now, subs, set(self.marked))
+        if not flows:
+            return
+        d = decide(flows, free_bytes(self.role, conn, subs))
+        endpoints = self._act(d, flows) if d.action != "none" else {}
+        flags = {f"{s.addr}:{s.port}": s.info.get("flags", "") for s in subs}
+        record = _decision_record(d, flows, endpoints, skmem(conn), flags)
+        self.write(now, "step", decision=record)
+
+    def _act(self, d: Decision, flows: Sequence[Subflow]) -> dict[str, int]:
+        addrs = {f.key: f.addr for f in flows}
+        eps = parse_endpoints(self.run(["ip", "mptcp", "endpoint", "show"]))
+        done = {}
+        for key in d.targets:
+            eid = eps.get(addrs[key], (None, False))[0]
+            if eid is None:
+                continue  # no endpoint for this address: nothing RBPM can mark
+            self.run(["ip", "mptcp", "endpoint", "change", "id", str(eid), d.action])
+            done[key] = eid
+            if d.action == "backup":
+                self.marked[key] = eid
+            else:
+                self.marked.pop(key, None)
+        return done
+
+    def restore(self) -> None:
+        """Clear every backup flag this controller set (at exit or after an error)."""
+        for eid in sorted(set(self.marked.values())):
+            self.run(["ip", "mptcp", "endpoint", "change", "id", str(eid), "nobackup"])
+        self.marked.clear()
+
+    def write(self, now: float, event: str, **fields: Any) -> None:
+        self.log.write(json.dumps({"t": round(now, 3), "event": event, **fields}) + "\n")
+        self.log.flush()
+
+
+def _decision_record(
+    d: Decision,
+    flows: Sequence[Subflow],
+    endpoints: dict[str, int],
+    mem: dict[str, int],
+    flags: dict[str, str],
+) -> dict[str, Any]:
+    """One step's inputs, outputs and what was done (see docs/bundle.md, rbpm.jsonl)."""
+    subflows = [
+        {"key": f.key, "addr": f.addr, "rtt_ms": round(f.rtt_ms, 3), "mss": f.mss,
+         "pkts": round(f.pkts, 2), "bw_Bps": round(f.bw), "active": f.active,
+         "score": round(d.scores[f.key], 4), "flags": flags.get(f.key, "")}
+        for f in flows
+    ]  # fmt: skip
+    return {
+        "action": d.action, "targets": list(d.targets), "endpoints": endpoints,
+        "required": round(d.required), "required_all": round(d.required_all),
+        "free": round(d.free), "skmem": mem, "subflows": subflows,
+    }  # fmt: skip
+
+
+# -- command line -----------------------------------------------------------------------
+
+EPILOG = """\
+examples:
+  python -m mprig.rbpm --port 5201 --log /tmp/rbpm.jsonl
+  python -m mprig.rbpm --port 5201 --role sender --interval 0.2 --log rbpm.jsonl
+
+Runs until SIGINT/SIGTERM, then clears every backup flag it set. The runner starts it on
+the client when a variant has path_manager: rbpm (docs/rbpm.md).
+"""
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="mprig.rbpm",
+        description="RBPM (seed 002) controller: mark the worst MPTCP subflow backup while "
+        "the receive buffer cannot hold what the subflows need.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--port", type=int, required=True, help="the traffic's server port")
+    p.add_argument("--log", required=True, help="JSON lines file (appended)")
+    p.add_argument("--role", choices=["receiver", "sender"], default="receiver")
+    p.add_argument("--interval", type=float, default=0.1, help="seconds between steps")
+    p.add_argument("--window", type=float, default=1.0, help="seconds behind a receive rate")
+    return p.parse_args(argv)
+
+
+def serve(c: Controller, interval: float) -> None:
+    """Step until a signal; on any error log it, clear the flags and stay idle (a run never
+    fails because of the controller)."""
+    stop: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda n, _f: stop.append(n))
+    c.write(time.time(), "start", role=c.role, port=c.port, interval=interval)
+    acting = True
+    while not stop:
+        try:
+            if acting:
+                c.step(time.time())
+        except Exception as e:  # logged; the run goes on without RBPM
+            c.write(time.time(), "error", error=f"{type(e).__name__}: {e}"[:500])
+            acting = False
+            _restore_quietly(c)
+        time.sleep(interval)
+    _restore_quietly(c)
+    c.write(time.time(), "stop", signal=stop[0])
+
+
+def _restore_quietly(c: Controller) -> None:
+    try:
+        c.restore()
+    except Exception as e:
+        c.write(time.time(), "error", error=f"restore: {type(e).__name__}: {e}"[:500])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with open(args.log, "a") as log:
+        serve(Controller(args.role, args.port, log, window=args.window), args.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

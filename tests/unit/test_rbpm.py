@@ -1,0 +1,174 @@
+"""RBPM (seed 002): the paper's equations on hand-computed numbers, the decision loop of
+Algorithm 1, and the parsers the controller reads ss and ip with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mprig import rbpm
+from mprig.rbpm import Subflow
+
+MSS = 1448
+
+
+def flow(key: str, rtt_ms: float, pkts: float, bw: float, active: bool = True) -> Subflow:
+    return Subflow(key, f"10.0.0.{key[-1]}", rtt_ms, MSS, pkts, bw, active)
+
+
+@pytest.mark.parametrize(
+    ("rtt_i", "rtt_j", "k"),
+    [
+        (20, 200, 9),  # case A: a 20 ms subflow sends 10 windows in the slow one's 200 ms
+        (20, 40, 1),  # ratio exactly 2: floor(2) - 1
+        (20, 30, 0),  # ratio 1.5 < 2
+        (60, 200, 2),  # floor(3.33) - 1
+        (200, 20, 0),  # only subflows faster than j count
+        (20, 20, 0),
+        (0, 20, 0),  # no RTT yet
+    ],
+)
+def test_eq2_out_of_order_windows(rtt_i: float, rtt_j: float, k: int) -> None:
+    assert rbpm.k_ooo(rtt_i, rtt_j) == k
+
+
+# Case A at full pipes: 5 Mbit/s x 20 ms = 12 500 B = 9 packets; 1 Mbit/s x 200 ms = 17.
+CASE_A = [flow(f"p{i}", 20, 9, 625_000) for i in (1, 2, 3)] + [flow("p4", 200, 17, 125_000)]
+# Case B (RTT = 2 x one-way delay): 1 Mbit/s 200 ms, 8 Mbit/s 100 ms, 3 Mbit/s 60 ms,
+# 2 Mbit/s 20 ms; o_i rounded from rate x RTT / MSS: 17, 69, 16, 4.
+CASE_B = [
+    flow("s1", 200, 17, 125_000),
+    flow("s2", 100, 69, 1_000_000),
+    flow("s3", 60, 16, 375_000),
+    flow("s4", 20, 4, 250_000),
+]
+
+
+def test_eq3_required_buffer_case_a() -> None:
+    # three fast subflows, k = 9 each: 3 x 9 x 9 x 1448
+    assert rbpm.required_bytes(CASE_A) == 351_864
+    assert rbpm.required_bytes(CASE_A[:3]) == 0  # equal RTTs: nothing arrives out of order
+
+
+def test_eq3_required_buffer_case_b() -> None:
+    # j = s1 (200 ms): k = 1, 2, 9 for s2, s3, s4 -> (69 + 2 x 16 + 9 x 4) x 1448
+    assert rbpm.required_bytes(CASE_B) == 137 * MSS
+    # without s1, j = s2 (100 ms): k(60, 100) = 0, k(20, 100) = 4 -> 4 x 4 x 1448
+    assert rbpm.required_bytes(CASE_B[1:]) == 23_168
+
+
+def test_eq5_max_min_scores() -> None:
+    assert rbpm.scores(CASE_A) == {"p1": 1.0, "p2": 1.0, "p3": 1.0, "p4": -1.0}
+    got = rbpm.scores(CASE_B)
+    want = {"s1": -1.0, "s2": 1 - 80 / 180, "s3": 250 / 875 - 40 / 180, "s4": 125 / 875}
+    assert got == pytest.approx(want)
+
+
+def test_case_a_stops_the_slow_path_with_the_papers_200_kb_buffer() -> None:
+    d = rbpm.decide(CASE_A, 204_800)
+    assert (d.action, d.targets, d.required, d.required_all) == (
+        "backup",
+        ("p4",),
+        351_864,
+        351_864,
+    )
+
+
+def test_case_b_stops_subflows_1_and_3_as_in_the_papers_figure_4() -> None:
+    # after s1: 23 168 B needed, less than 25 000 free -> stop; s3 scores below s4 and s2
+    assert rbpm.decide(CASE_B, 150_000).targets == ("s1",)
+    assert rbpm.decide(CASE_B, 20_000).targets == ("s1", "s3", "s4")
+
+
+def test_never_stops_the_last_active_subflow() -> None:
+    two = [flow("a1", 10, 100, 1_000_000), flow("b2", 100, 10, 100_000)]
+    assert rbpm.decide(two, 0).targets == ("b2",)
+
+
+@pytest.mark.parametrize(
+    ("free", "action", "targets"),
+    [
+        (2 * 351_864 + 1, "nobackup", ("p4",)),  # free > 2 x what all four would need
+        (2 * 351_864, "none", ()),  # hysteresis: between required and twice it, hold
+        (204_800, "none", ()),  # the three left need nothing: p4 stays stopped
+    ],
+)
+def test_reenables_all_when_free_exceeds_twice_the_requirement(
+    free: int, action: str, targets: tuple[str, ...]
+) -> None:
+    stopped = [*CASE_A[:3], flow("p4", 200, 17, 125_000, active=False)]
+    d = rbpm.decide(stopped, free)
+    assert (d.action, d.targets, d.required, d.required_all) == (action, targets, 0, 351_864)
+
+
+# Real `ss -tinHMm` output on the client of a download over three paths (6.18), verbatim:
+# iperf3's control connection (token 7fdc12bc) and its data connection (22bb34ec), whose
+# subflow from 10.111.2.1 had just been marked backup (flag b).
+SS_TEXT = (
+    Path(__file__).parents[1] / "captures" / "test_rbpm" / "download_receiver.txt"
+).read_text()
+DATA = "10.111.2.1:51591"
+
+
+def test_parse_ss_picks_the_connection_that_moved_data() -> None:
+    conn, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    assert conn is not None
+    mem = rbpm.skmem(conn)
+    assert (conn.token, conn.port, mem["r"], mem["rb"]) == ("22bb34ec", 56805, 28_296, 100_000)
+    assert [(s.addr, s.port, s.info["flags"], s.info.get("rcv_rtt")) for s in subs] == [
+        ("10.111.3.1", 39001, "Jjecv", "47"),
+        ("10.111.2.1", 51591, "Jjbec", "4"),
+        ("10.111.1.1", 56805, "Mmec", "1"),
+    ]
+    assert rbpm.free_bytes("receiver", conn, subs) == 100_000 - 28_296
+    assert rbpm.free_bytes("sender", conn, subs) == 48_640
+
+
+def test_estimator_receiver_rate_times_rtt_is_packets_per_rtt() -> None:
+    _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    later = SS_TEXT.replace("bytes_received:73424", f"bytes_received:{73424 + 144_800}")
+    _, subs2 = rbpm.connection(rbpm.parse_ss(later))
+    est = rbpm.Estimator("receiver", window=1.0)
+    est.subflows(100.0, subs, set())
+    flows = est.subflows(100.5, subs2, set())
+    # 144 800 B in 0.5 s = 289 600 B/s; x 47 ms (rcv_rtt) / 1448 B = 9.4 packets per RTT
+    assert [(f.key, f.rtt_ms, f.bw, round(f.pkts, 2), f.active) for f in flows] == [
+        ("10.111.3.1:39001", 47.0, 289_600.0, 9.4, True),
+        (DATA, 4.0, 0.0, 0.0, True),
+        ("10.111.1.1:56805", 1.0, 0.0, 0.0, True),
+    ]
+    stopped = est.subflows(101.0, subs2, {"10.111.3.1:39001"})  # keeps its last values
+    assert (stopped[0].bw, round(stopped[0].pkts, 2), stopped[0].active) == (289_600.0, 9.4, False)
+
+
+def test_estimator_sender_uses_cwnd_and_srtt() -> None:
+    _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    flows = rbpm.Estimator("sender").subflows(1.0, subs, set())
+    assert [(f.rtt_ms, f.pkts, round(f.bw)) for f in flows] == [
+        (0.007, 10.0, round(10 * 1448 / 0.000007)),
+        (0.009, 10.0, round(10 * 1448 / 0.000009)),
+        (0.01, 10.0, round(10 * 1448 / 0.00001)),
+    ]
+
+
+def test_parse_endpoints() -> None:
+    text = (
+        "10.111.1.1 id 1 subflow dev h11xc1 \n"
+        "10.111.2.1 id 2 subflow backup dev h11xc2 \n"
+        "10.111.3.1 id 3 subflow dev h11xc3 \n"
+    )
+    assert rbpm.parse_endpoints(text) == {
+        "10.111.1.1": (1, False),
+        "10.111.2.1": (2, True),
+        "10.111.3.1": (3, False),
+    }
+
+
+def test_cli_help_teaches_by_example() -> None:
+    with pytest.raises(SystemExit):
+        rbpm.parse_args(["--help"])
+    args = rbpm.parse_args(["--port", "5201", "--log", "x.jsonl"])
+    assert (args.port, args.log, args.role, args.interval, args.window) == (
+        5201, "x.jsonl", "receiver", 0.1, 1.0
+    )  # fmt: skip
