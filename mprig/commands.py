@@ -3,9 +3,9 @@ them and the runner executes them (both read this module, so they cannot drift).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from mprig import capture, impair, knobs, traffic, wifi
+from mprig import capture, impair, knobs, rbpm_run, traffic, wifi
 from mprig.errors import UsageError
 from mprig.plan import Run
 from mprig.rig.host import PathLink
@@ -22,6 +22,8 @@ class RunCommands:
     server: Command | None  # the traffic server, started in the background
     client: Command  # the traffic client (its exit ends the traffic phase)
     teardown: list[Command]  # qdiscs removed (failures there are expected and ignored)
+    # helpers running beside the traffic, (host, argv, log name): the RBPM controller
+    background: list[tuple[str, list[str], str]] = field(default_factory=list)
 
 
 def remote_dir(rig: str, run_id: str, host: str) -> str:
@@ -53,7 +55,12 @@ def build(
         teardown += impair.clear_commands(by_name[path.name])
     bind = knobs.bind_link(run.variant, links).client_addr
     server, client = _traffic(run, server_addr, bind, rig, iperf3_mptcp_flag)
-    return RunCommands(setup=setup, server=server, client=client, teardown=teardown)
+    background = []
+    if run.variant.path_manager == "rbpm":
+        log = f"{remote_dir(rig, run.run_id, 'client')}/{rbpm_run.LOG}"
+        background.append(("client", rbpm_run.controller_argv(run, log), rbpm_run.STDOUT))
+        teardown += rbpm_run.restore_commands(run.variant, links)
+    return RunCommands(setup, server, client, teardown, background)
 
 
 def _traffic(
@@ -110,6 +117,7 @@ def for_run(
         (snd, capture.ss_sampler_argv()),
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
         *([c.server] if c.server else []),
+        *[(h, argv) for h, argv, _ in c.background],
         c.client,
         *c.teardown,
     ]

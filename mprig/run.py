@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from mprig import __version__, batch, bundle, capture, commands, impair, knobs, traffic
+from mprig import __version__, batch, bundle, capture, commands, impair, knobs, rbpm_run, traffic
 from mprig.batch import Batch, Cmd, Done, run_batch
 from mprig.errors import HostError, MprigError, RigBusy, ToolMissing
 from mprig.plan import Run
@@ -188,6 +188,8 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
         b.add(h, wait_cmd('grep -q "listening on" "$1"', f"{d}/tcpdump.log"))
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
+    for host, argv, log in cmds.background:
+        b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
     if cmds.server is not None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
@@ -258,6 +260,8 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     for host in cap.hosts if cap.enabled else ():
         files.setdefault(host, []).append(f"{host}.pcap")
     files.setdefault(commands.sender(a.run), []).append("ss.txt")
+    if a.run.variant.path_manager == "rbpm":
+        files.setdefault("client", []).append(rbpm_run.LOG)
     tool = "iperf3" if a.run.traffic.tool == "iperf3" else "bulk"
     for host in ("client", "server"):
         files.setdefault(host, []).append(f"{tool}-{host}.json")

@@ -3,12 +3,19 @@ Algorithm 1, and the parsers the controller reads ss and ip with."""
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from mprig import rbpm
+from mprig import commands, rbpm, rbpm_run
+from mprig.plan import Run
 from mprig.rbpm import Subflow
+from mprig.rig.host import PathLink
+from mprig.spec import Capture, Direction, Traffic, Variant
+from mprig.spec import Path as Path_
 
 MSS = 1448
 
@@ -172,3 +179,32 @@ def test_cli_help_teaches_by_example() -> None:
     assert (args.port, args.log, args.role, args.interval, args.window) == (
         5201, "x.jsonl", "receiver", 0.1, 1.0
     )  # fmt: skip
+
+
+def test_runner_starts_the_controller_on_the_client_and_clears_flags_after() -> None:
+    links = (
+        PathLink("p1", "wired", "eth1", "10.1.1.2", "r1", "r1-c", "r1-s"),
+        PathLink("p4", "wired", "eth4", "10.4.1.2", "r4", "r4-c", "r4-s"),
+    )
+    d = Direction(rate_mbit=5, delay_ms=10)
+    paths = tuple(Path_(name=n, kind="wired", down=d, up=d) for n in ("p1", "p4"))
+    variant = Variant(name="v", path_manager="rbpm")
+    run = Run("r1", 0, 1, 0, variant, paths, Traffic(duration_s=5), Capture(snaplen=128))
+    c = commands.build(run, links, server_addr="10.9.0.1")
+    log = "/tmp/mprig-virtual/r1/client/rbpm.jsonl"
+    args = ["--port", "5201", "--role", "receiver", "--interval", "0.1", "--log", log]
+    assert c.background == [("client", ["python3", "-c", rbpm_run.source(), *args], "rbpm.log")]
+    assert c.teardown[-2:] == [
+        ("client", ["ip", "mptcp", "endpoint", "change", "id", "1", "nobackup"]),
+        ("client", ["ip", "mptcp", "endpoint", "change", "id", "2", "nobackup"]),
+    ]
+    kernel = commands.build(dataclasses.replace(run, variant=Variant(name="k")), links)
+    assert (kernel.background, len(kernel.teardown)) == ([], len(c.teardown) - 2)
+
+
+def test_the_controller_source_runs_without_mprig() -> None:
+    # what the client gets is stdlib only: python3 -c SOURCE --help works anywhere
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", rbpm_run.source(), "--help"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout.startswith("usage: mprig.rbpm")) == (0, True)

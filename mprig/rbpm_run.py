@@ -1,0 +1,35 @@
+"""The runner's side of RBPM (mprig.rbpm): the controller's command on the client, its log
+in the bundle, and the endpoints' backup flags cleared after the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mprig import knobs, traffic
+from mprig.plan import Run
+from mprig.rig.host import PathLink
+from mprig.spec import Variant
+
+LOG = "rbpm.jsonl"  # the controller's decisions, one JSON line per step (docs/bundle.md)
+STDOUT = "rbpm.log"  # its stdout and stderr (empty unless Python itself fails)
+INTERVAL_S = 0.1
+
+
+def source() -> str:
+    """mprig/rbpm.py, sent as `python3 -c` (a lab client needs Python, not mprig)."""
+    return Path(__file__).with_name("rbpm.py").read_text()
+
+
+def controller_argv(run: Run, log: str) -> list[str]:
+    """The controller on the client: the receiver in a download, the sender in an upload."""
+    port = traffic.IPERF3_PORT if run.traffic.tool == "iperf3" else traffic.BULK_PORT
+    role = "receiver" if run.traffic.direction == "download" else "sender"
+    args = ["--port", str(port), "--role", role, "--interval", str(INTERVAL_S), "--log", log]
+    return ["python3", "-c", source(), *args]
+
+
+def restore_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[str, list[str]]]:
+    """Clear the backup flag on every endpoint the variant uses (the controller does on exit;
+    this covers a controller that was killed), so no run inherits one."""
+    ids = [str(links.index(link) + 1) for link in knobs.used_links(variant, links)]
+    return [("client", ["ip", "mptcp", "endpoint", "change", "id", i, "nobackup"]) for i in ids]
