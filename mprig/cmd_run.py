@@ -163,8 +163,11 @@ def _run_native(
     reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
     try:
         if lab:
+            from mprig.rig import lab_cc
+
             rig = inventory.rig_from_inventory(Path(campaign.rig.inventory))
             with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
+                lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
                 outcome = runner.run_campaign(
                     campaign, runs, rig, results, reporter, force=args.force
                 )

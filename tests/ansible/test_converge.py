@@ -77,6 +77,31 @@ def test_state_the_roles_keep(converged: tuple[Rig, str, str]) -> None:
     assert client.run(["sysctl", "-n", "net.ipv4.tcp_no_metrics_save"]).stdout.strip() == "1"
 
 
+def test_site_yml_registers_the_bpf_programs_a_campaign_names_on_the_senders(
+    converged: tuple[Rig, str, str],
+) -> None:
+    rig = converged[0]
+    state = virtual.state_dir(rig.name)
+    out = provision.apply(
+        state / "inventory",
+        state,
+        netns=L.namespace(rig.name, "ctl"),
+        playbook="site.yml",
+        extra=(
+            "--vault-password-file", str(hwsim.VAULT_PASSWORD_FILE), "--limit", "client,server",
+            "-e", '{"bpf_cc_programs": ["prr"], "bpf_cc_manage_packages": false}',
+        ),
+    )  # fmt: skip
+    assert {h: (u, f) for h, (_, u, f) in recap(out).items()} == {
+        "client": (0, 0),
+        "server": (0, 0),
+    }
+    assert out.count("TASK [bpf_cc : Register the programs that are not loaded]") == 2  # 2 plays
+    for host in ("client", "server"):
+        offered = rig.hosts[host].run(["sysctl", "-n", "net.ipv4.tcp_available_congestion_control"])
+        assert "prr" in offered.stdout.split()
+
+
 def test_cellular_modem_mode_against_an_mmcli_test_double(
     converged: tuple[Rig, str, str], tmp_path: Path
 ) -> None:

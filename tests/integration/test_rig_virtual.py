@@ -245,3 +245,18 @@ def test_down_leaves_nothing_behind(rig: Rig) -> None:
     assert [
         ln for ln in ps.stdout.splitlines() if f"/run/mprig/{NAME}/" in ln or f"/tmp/{NAME}-" in ln
     ] == []
+
+
+def test_lab_cc_check_reads_the_senders_kernels_over_ssh(rig: Rig) -> None:
+    from mprig.rig import lab_cc
+    from mprig.spec import Variant
+
+    lab_cc.check(rig, [Variant(name="a", cc="reno"), Variant(name="b")], Path("inventory/lab"))
+    with pytest.raises(HostError) as exc:
+        lab_cc.check(rig, [Variant(name="a", cc="reno"), Variant(name="b", cc="vegas")],
+                     Path("inventory/lab"))  # fmt: skip
+    assert str(exc.value) == (
+        "client: congestion control not available (client lacks vegas; server lacks vegas). "
+        "vegas: not an mprig program; load its kernel module (modprobe tcp_<name>) or choose "
+        "another cc"
+    )

@@ -1,0 +1,77 @@
+"""Before a campaign on a lab rig: the congestion controls its variants name must exist on
+the hosts that send (client for uploads, server for downloads; both are checked).
+
+On the virtual rig `mprig run` registers mprig's BPF programs itself (one kernel serves
+every namespace). A lab host's kernel is its own: the `bpf_cc` role of playbooks/site.yml
+registers them, with the programs the campaign needs, which the error below spells out as
+the exact command. Checking once up front turns what would be a failed run per variant
+into one clear message before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+
+from mprig import bpfcc, presets
+from mprig.errors import HostError
+from mprig.rig.host import Rig
+from mprig.spec import Variant
+
+SENDERS = ("client", "server")
+AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+def needed(variants: Iterable[Variant]) -> list[str]:
+    """The kernel algorithms the variants select, in order, once each."""
+    return list(dict.fromkeys(presets.cc_algorithm(v.cc) for v in variants))
+
+
+def missing(offered: dict[str, tuple[str, ...]], wanted: list[str]) -> dict[str, list[str]]:
+    """Per host, the wanted algorithms it does not offer (hosts lacking none are left out)."""
+    out = {h: [a for a in wanted if a not in have] for h, have in offered.items()}
+    return {h: gaps for h, gaps in out.items() if gaps}
+
+
+def provision_command(inventory: Path, programs: list[str]) -> str:
+    """The site.yml run that builds and registers `programs` on the senders."""
+    extra = json.dumps({"bpf_cc_programs": programs}, separators=(", ", ": "))
+    return (
+        "ANSIBLE_CONFIG=playbooks/ansible.cfg .venv/bin/ansible-playbook "
+        f"-i {shlex.quote(str(inventory))} playbooks/site.yml "
+        f"--limit {','.join(SENDERS)} -e {shlex.quote(extra)}"
+    )
+
+
+def message(gaps: dict[str, list[str]], inventory: Path) -> tuple[str, str]:
+    """(first host, what to do) for the hosts that lack algorithms."""
+    host = next(iter(gaps))
+    absent = list(dict.fromkeys(a for names in gaps.values() for a in names))
+    bpf = [a for a in absent if a in bpfcc.PROGRAMS]
+    other = [a for a in absent if a not in bpfcc.PROGRAMS]
+    where = "; ".join(f"{h} lacks {' '.join(names)}" for h, names in gaps.items())
+    text = f"congestion control not available ({where})"
+    if bpf:
+        text += f". Register mprig's BPF programs with: {provision_command(inventory, bpf)}"
+    if other:
+        text += (
+            f". {' '.join(other)}: not an mprig program; load its kernel module "
+            "(modprobe tcp_<name>) or choose another cc"
+        )
+    return host, text
+
+
+def check(rig: Rig, variants: Iterable[Variant], inventory: Path) -> None:
+    """Raise HostError naming the hosts, the algorithms and the command when a sender lacks
+    an algorithm the campaign selects."""
+    wanted = needed(variants)
+    offered = {}
+    for name in SENDERS:
+        result = rig.hosts[name].run(["cat", AVAILABLE], timeout=30)
+        offered[name] = presets.parse_available_cc(result.stdout)
+    gaps = missing(offered, wanted)
+    if gaps:
+        host, text = message(gaps, inventory)
+        raise HostError(host, text)
