@@ -33,3 +33,19 @@ def restore_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tupl
     this covers a controller that was killed), so no run inherits one."""
     ids = [str(links.index(link) + 1) for link in knobs.used_links(variant, links)]
     return [("client", ["ip", "mptcp", "endpoint", "change", "id", i, "nobackup"]) for i in ids]
+
+
+def doctor_check() -> tuple[bool, str]:
+    """Whether the RBPM controller can run here: ss lists MPTCP sockets (MPTCP diag) and
+    ip manages MPTCP endpoints."""
+    import subprocess
+
+    for argv in (["ss", "-HMm"], ["ip", "mptcp", "endpoint", "show"], ["python3", "-V"]):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, f"`{' '.join(argv)}` failed: {e}"
+        if done.returncode != 0:
+            err = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return False, f"`{' '.join(argv)}` exited {done.returncode}: {err}"
+    return True, "ss -M (MPTCP diag), ip mptcp endpoint and python3 present"

@@ -182,3 +182,18 @@ def test_controller_raises_goodput_and_clears_its_flags(
     # measured here: about 5.5 Mbit/s without RBPM (buffer blocking), 14 Mbit/s with it
     assert controlled > 1.5 * plain, (plain, controlled)
     assert endpoints() == {f"10.111.{i}.1": (i, False) for i in (1, 2, 3)}
+
+
+def test_doctor_says_the_controller_can_run_here() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "mprig.cli", "doctor", "--json"], capture_output=True, text=True
+    ).stdout
+    lines = [c for c in json.loads(out)["kernel"] if c["name"] == "RBPM controller"]
+    assert lines == [
+        {
+            "name": "RBPM controller",
+            "ok": True,
+            "detail": "ss -M (MPTCP diag), ip mptcp endpoint and python3 present",
+            "required": False,
+        }
+    ]
