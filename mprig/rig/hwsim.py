@@ -114,8 +114,11 @@ def link_types(paths: Sequence[SpecPath]) -> dict[str, str]:
     return dict.fromkeys(wifi, LINK_TYPE)
 
 
-def converge(rig: Rig, *, timeout: float = 600.0) -> str:
-    """Apply playbooks/site.yml to the rig's hosts over SSH; returns ansible's output."""
+def converge(rig: Rig, *, timeout: float = 1200.0) -> str:
+    """Apply playbooks/site.yml to the rig's hosts over SSH; returns ansible's output.
+
+    Under software emulation (VM mode) this takes 5-8 minutes on an idle 2-core host and
+    passed 10 on a loaded one: hence the generous timeout."""
     state = virtual.state_dir(rig.name)
     return provision.apply(
         state / "inventory",
