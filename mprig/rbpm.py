@@ -89,10 +89,10 @@ class Decision:
     scores: dict[str, float]
 
 
-def decide(subflows: Sequence[Subflow], free: float) -> Decision:
+def decide(subflows: Sequence[Subflow], free: float, may_enable: bool = True) -> Decision:
     """Algorithm 1 on one snapshot: re-enable every stopped subflow when free > 2 x what all
-    subflows need; else stop the worst active subflow, recalculate, repeat, while the
-    active ones need more than is free (never the last one)."""
+    subflows need (and `may_enable`); else stop the worst active subflow, recalculate,
+    repeat, while the active ones need more than is free (never the last one)."""
     every = scores(subflows)
     active = [s for s in subflows if s.active]
     required, required_all = required_bytes(active), required_bytes(subflows)
@@ -101,7 +101,7 @@ def decide(subflows: Sequence[Subflow], free: float) -> Decision:
     def made(action: str, targets: tuple[str, ...]) -> Decision:
         return Decision(action, targets, required, required_all, free, every)
 
-    if stopped and free > ENABLE_FACTOR * required_all:
+    if stopped and may_enable and free > ENABLE_FACTOR * required_all:
         return made("nobackup", stopped)
     worst: list[str] = []
     while len(active) > 1 and required_bytes(active) > free:
@@ -123,6 +123,7 @@ class SsSocket:
     port: int  # local port
     token: str  # local MPTCP token: ties subflows to their connection
     info: dict[str, str]  # every key:value of the info line (skmem kept whole)
+    peer: str = ""  # peer address
 
 
 _SKMEM = re.compile(r"skmem:\(([^)]*)\)")
@@ -156,7 +157,8 @@ def parse_ss(text: str) -> list[SsSocket]:
             info = _info(line)
             m = _TOKEN.match(info.get("token", ""))
             addr, port = _local(head[4])
-            out.append(SsSocket(head[0], addr, port, m.group(1) if m else "", info))
+            token = m.group(1) if m else ""
+            out.append(SsSocket(head[0], addr, port, token, info, _local(head[5])[0]))
             head = None
         elif line.strip():
             head = line.split()
@@ -218,18 +220,22 @@ def parse_endpoints(text: str) -> dict[str, tuple[int, bool]]:
 class Estimator:
     """Per subflow: the paper's inputs from successive ss samples.
 
-    receiver role (the client receives, download): o_i is what the subflow delivered in one
-    RTT (its receive rate over `window` seconds x RTT / MSS), RTT_i ss's rcv_rtt (the
-    receiver's estimate, queueing included), BW_i the receive rate; free is the MPTCP
+    receiver role (the client receives, download): BW_i is the subflow's highest receive
+    rate (over `window` seconds) of the last `peak` seconds, o_i = BW_i x RTT_i / MSS what
+    it delivers in one RTT, RTT_i ss's rcv_rtt (the receiver's estimate, queueing
+    included); free is the MPTCP
     socket's receive buffer minus the memory in use (rb - r). sender role (upload): o_i is
     cwnd, RTT_i the smoothed RTT, BW_i cwnd x MSS / RTT, free the peer's advertised window
     (snd_wnd: MPTCP advertises its connection-level window on every subflow).
-    A stopped subflow keeps the values it had when it was stopped (it carries no data).
+    A subflow counts once it has been seen for `window` seconds (and, receiving, has an
+    rcv_rtt). A stopped subflow keeps the values it had when stopped (it carries no data).
     """
 
     role: str
     window: float = 1.0  # seconds of byte counts behind a rate
+    peak: float = 5.0  # seconds over which the highest rate counts (receiver)
     history: dict[str, deque[tuple[float, int]]] = field(default_factory=dict)
+    rates: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
     last: dict[str, Subflow] = field(default_factory=dict)
 
     def subflows(self, now: float, subs: Sequence[SsSocket], stopped: set[str]) -> list[Subflow]:
@@ -246,22 +252,36 @@ class Estimator:
 
     def _measure(self, now: float, key: str, s: SsSocket) -> Subflow | None:
         mss = _int(s, "mss") or 1448
+        rate = self._rate(now, key, _int(s, "bytes_received"))
+        if rate is None:
+            return None
         if self.role == "sender":
             rtt, pkts = _float(s, "rtt"), float(_int(s, "cwnd"))
             bw = pkts * mss / (rtt / 1000) if rtt > 0 else 0.0
         else:
-            rtt = _float(s, "rcv_rtt") or _float(s, "rtt")
-            bw = self._rate(now, key, _int(s, "bytes_received"))
+            rtt = _float(s, "rcv_rtt")
+            bw = self._peak(now, key, rate)
             pkts = bw * rtt / 1000 / mss
         return Subflow(key, s.addr, rtt, mss, pkts, bw) if rtt > 0 else None
 
-    def _rate(self, now: float, key: str, received: int) -> float:
+    def _peak(self, now: float, key: str, rate: float) -> float:
+        """The highest rate of the last `peak` seconds: what the subflow can deliver (the
+        paper's cwnd), not what it delivers while the buffer blocks it."""
+        h = self.rates.setdefault(key, deque())
+        h.append((now, rate))
+        while now - h[0][0] > self.peak:
+            h.popleft()
+        return max(r for _, r in h)
+
+    def _rate(self, now: float, key: str, received: int) -> float | None:
+        """Bytes/s over the last `window` seconds; None until the subflow has been seen that
+        long (a young subflow's rate and RTT are noise, and a decision on them is wrong)."""
         h = self.history.setdefault(key, deque())
         h.append((now, received))
         while len(h) > 2 and now - h[1][0] >= self.window:
             h.popleft()
         (t0, b0), (t1, b1) = h[0], h[-1]
-        return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+        return (b1 - b0) / (t1 - t0) if t1 - t0 >= self.window else None
 
 
 def free_bytes(role: str, conn: SsSocket, subs: Sequence[SsSocket]) -> float:
@@ -292,7 +312,9 @@ class Controller:
     log: TextIO
     run: Runner = run_argv
     window: float = 1.0
+    hold: float = 1.0  # seconds a stop lasts at least
     marked: dict[str, int] = field(default_factory=dict)  # subflow key -> endpoint id
+    stopped_at: dict[str, float] = field(default_factory=dict)  # subflow key -> when
     est: Estimator = field(init=False)
 
     def __post_init__(self) -> None:
@@ -308,13 +330,22 @@ class Controller:
         flows = self.est.subflows(now, subs, set(self.marked))
         if not flows:
             return
-        d = decide(flows, free_bytes(self.role, conn, subs))
-        endpoints = self._act(d, flows) if d.action != "none" else {}
+        d = decide(flows, free_bytes(self.role, conn, subs), self._may_enable(now, flows))
+        endpoints = self._act(now, d, flows) if d.action != "none" else {}
         flags = {f"{s.addr}:{s.port}": s.info.get("flags", "") for s in subs}
         record = _decision_record(d, flows, endpoints, skmem(conn), flags)
         self.write(now, "step", decision=record)
 
-    def _act(self, d: Decision, flows: Sequence[Subflow]) -> dict[str, int]:
+    def _may_enable(self, now: float, flows: Sequence[Subflow]) -> bool:
+        """Hold every stop for `hold` seconds and two of the subflow's RTTs: its packets
+        still in flight keep blocking the buffer just after it stops, and the fast
+        subflows' momentary slowness must not re-enable it at once."""
+        rtts = {f.key: f.rtt_ms / 1000 for f in flows}
+        return all(
+            now - t >= max(self.hold, 2 * rtts.get(key, 0.0)) for key, t in self.stopped_at.items()
+        )
+
+    def _act(self, now: float, d: Decision, flows: Sequence[Subflow]) -> dict[str, int]:
         addrs = {f.key: f.addr for f in flows}
         eps = parse_endpoints(self.run(["ip", "mptcp", "endpoint", "show"]))
         done = {}
@@ -325,9 +356,10 @@ class Controller:
             self.run(["ip", "mptcp", "endpoint", "change", "id", str(eid), d.action])
             done[key] = eid
             if d.action == "backup":
-                self.marked[key] = eid
+                self.marked[key], self.stopped_at[key] = eid, now
             else:
                 self.marked.pop(key, None)
+                self.stopped_at.pop(key, None)
         return done
 
     def restore(self) -> None:
@@ -335,6 +367,7 @@ class Controller:
         for eid in sorted(set(self.marked.values())):
             self.run(["ip", "mptcp", "endpoint", "change", "id", str(eid), "nobackup"])
         self.marked.clear()
+        self.stopped_at.clear()
 
     def write(self, now: float, event: str, **fields: Any) -> None:
         self.log.write(json.dumps({"t": round(now, 3), "event": event, **fields}) + "\n")
@@ -387,6 +420,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--role", choices=["receiver", "sender"], default="receiver")
     p.add_argument("--interval", type=float, default=0.1, help="seconds between steps")
     p.add_argument("--window", type=float, default=1.0, help="seconds behind a receive rate")
+    p.add_argument("--hold", type=float, default=1.0, help="seconds a stop lasts at least")
     return p.parse_args(argv)
 
 
@@ -403,6 +437,8 @@ def serve(c: Controller, interval: float) -> None:
             if acting:
                 c.step(time.time())
         except Exception as e:  # logged; the run goes on without RBPM
+            if stop:
+                break  # the runner signals the process group: ss died of the same signal
             c.write(time.time(), "error", error=f"{type(e).__name__}: {e}"[:500])
             acting = False
             _restore_quietly(c)
@@ -421,7 +457,8 @@ def _restore_quietly(c: Controller) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with open(args.log, "a") as log:
-        serve(Controller(args.role, args.port, log, window=args.window), args.interval)
+        c = Controller(args.role, args.port, log, window=args.window, hold=args.hold)
+        serve(c, args.interval)
     return 0
 
 

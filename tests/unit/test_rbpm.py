@@ -107,6 +107,8 @@ def test_reenables_all_when_free_exceeds_twice_the_requirement(
     stopped = [*CASE_A[:3], flow("p4", 200, 17, 125_000, active=False)]
     d = rbpm.decide(stopped, free)
     assert (d.action, d.targets, d.required, d.required_all) == (action, targets, 0, 351_864)
+    held = rbpm.decide(stopped, free, may_enable=False)  # within the hold time after a stop
+    assert (held.action, held.targets) == ("none", ())
 
 
 # Real `ss -tinHMm` output on the client of a download over three paths (6.18), verbatim:
@@ -123,10 +125,10 @@ def test_parse_ss_picks_the_connection_that_moved_data() -> None:
     assert conn is not None
     mem = rbpm.skmem(conn)
     assert (conn.token, conn.port, mem["r"], mem["rb"]) == ("22bb34ec", 56805, 28_296, 100_000)
-    assert [(s.addr, s.port, s.info["flags"], s.info.get("rcv_rtt")) for s in subs] == [
-        ("10.111.3.1", 39001, "Jjecv", "47"),
-        ("10.111.2.1", 51591, "Jjbec", "4"),
-        ("10.111.1.1", 56805, "Mmec", "1"),
+    assert [(s.addr, s.port, s.peer, s.info["flags"], s.info.get("rcv_rtt")) for s in subs] == [
+        ("10.111.3.1", 39001, "10.111.1.2", "Jjecv", "47"),
+        ("10.111.2.1", 51591, "10.111.1.2", "Jjbec", "4"),
+        ("10.111.1.1", 56805, "10.111.1.2", "Mmec", "1"),
     ]
     assert rbpm.free_bytes("receiver", conn, subs) == 100_000 - 28_296
     assert rbpm.free_bytes("sender", conn, subs) == 48_640
@@ -136,8 +138,8 @@ def test_estimator_receiver_rate_times_rtt_is_packets_per_rtt() -> None:
     _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
     later = SS_TEXT.replace("bytes_received:73424", f"bytes_received:{73424 + 144_800}")
     _, subs2 = rbpm.connection(rbpm.parse_ss(later))
-    est = rbpm.Estimator("receiver", window=1.0)
-    est.subflows(100.0, subs, set())
+    est = rbpm.Estimator("receiver", window=0.5)
+    assert est.subflows(100.0, subs, set()) == []  # not seen for a window yet
     flows = est.subflows(100.5, subs2, set())
     # 144 800 B in 0.5 s = 289 600 B/s; x 47 ms (rcv_rtt) / 1448 B = 9.4 packets per RTT
     assert [(f.key, f.rtt_ms, f.bw, round(f.pkts, 2), f.active) for f in flows] == [
@@ -151,7 +153,9 @@ def test_estimator_receiver_rate_times_rtt_is_packets_per_rtt() -> None:
 
 def test_estimator_sender_uses_cwnd_and_srtt() -> None:
     _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
-    flows = rbpm.Estimator("sender").subflows(1.0, subs, set())
+    est = rbpm.Estimator("sender", window=0.5)
+    assert est.subflows(1.0, subs, set()) == []  # not seen for a window yet
+    flows = est.subflows(1.5, subs, set())
     assert [(f.rtt_ms, f.pkts, round(f.bw)) for f in flows] == [
         (0.007, 10.0, round(10 * 1448 / 0.000007)),
         (0.009, 10.0, round(10 * 1448 / 0.000009)),
@@ -176,8 +180,8 @@ def test_cli_help_teaches_by_example() -> None:
     with pytest.raises(SystemExit):
         rbpm.parse_args(["--help"])
     args = rbpm.parse_args(["--port", "5201", "--log", "x.jsonl"])
-    assert (args.port, args.log, args.role, args.interval, args.window) == (
-        5201, "x.jsonl", "receiver", 0.1, 1.0
+    assert (args.port, args.log, args.role, args.interval, args.window, args.hold) == (
+        5201, "x.jsonl", "receiver", 0.1, 1.0, 1.0
     )  # fmt: skip
 
 
