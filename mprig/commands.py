@@ -104,7 +104,8 @@ def for_run(
     iperf3_mptcp_flag: bool = False,
 ) -> list[Command]:
     """The exact (host, argv) list a run applies: knobs and endpoints, netem on each router
-    in both directions, capture, traffic server and client, teardown."""
+    in both directions, capture, traffic server and client, teardown (the RBPM
+    controller's source text shown as its file name)."""
     c = build(run, links, server_addr=server_addr, rig=rig, iperf3_mptcp_flag=iperf3_mptcp_flag)
     caps = [
         (h, capture.tcpdump_argv(f"{remote_dir(rig, run.run_id, h)}/{h}.pcap", run.capture.snaplen))
@@ -117,7 +118,7 @@ def for_run(
         (snd, capture.ss_sampler_argv()),
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
         *([c.server] if c.server else []),
-        *[(h, argv) for h, argv, _ in c.background],
+        *[(h, rbpm_run.shown(argv)) for h, argv, _ in c.background],
         c.client,
         *c.teardown,
     ]

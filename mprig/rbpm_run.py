@@ -13,6 +13,7 @@ from mprig.spec import Variant
 LOG = "rbpm.jsonl"  # the controller's decisions, one JSON line per step (docs/bundle.md)
 STDOUT = "rbpm.log"  # its stdout and stderr (empty unless Python itself fails)
 INTERVAL_S = 0.1
+SOURCE_NAME = "<mprig/rbpm.py>"
 
 
 def source() -> str:
@@ -26,6 +27,11 @@ def controller_argv(run: Run, log: str) -> list[str]:
     role = "receiver" if run.traffic.direction == "download" else "sender"
     args = ["--port", str(port), "--role", role, "--interval", str(INTERVAL_S), "--log", log]
     return ["python3", "-c", source(), *args]
+
+
+def shown(argv: list[str]) -> list[str]:
+    """The controller's argv for people (`mprig plan --commands`): its source as a name."""
+    return [SOURCE_NAME if a == source() else a for a in argv]
 
 
 def restore_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[str, list[str]]]:

@@ -202,6 +202,8 @@ def test_runner_starts_the_controller_on_the_client_and_clears_flags_after() -> 
         ("client", ["ip", "mptcp", "endpoint", "change", "id", "1", "nobackup"]),
         ("client", ["ip", "mptcp", "endpoint", "change", "id", "2", "nobackup"]),
     ]
+    shown = ("client", ["python3", "-c", "<mprig/rbpm.py>", *args])
+    assert shown in commands.for_run(run, links, server_addr="10.9.0.1")
     kernel = commands.build(dataclasses.replace(run, variant=Variant(name="k")), links)
     assert (kernel.background, len(kernel.teardown)) == ([], len(c.teardown) - 2)
 
