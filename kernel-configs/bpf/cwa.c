@@ -86,6 +86,7 @@ void BPF_PROG(cwa_in_ack_event, struct sock *sk, __u32 flags)
 	__u64 key = ca->conn;
 	__u32 cut;
 
+	repair_skipped_ssthresh(sk, true);
 	if (!key || ca->slot >= LIA_SUBFLOWS)
 		return;
 	entry = bpf_map_lookup_elem(&COUPLED_MAP, &key);
@@ -99,6 +100,12 @@ void BPF_PROG(cwa_in_ack_event, struct sock *sk, __u32 flags)
 	tp->snd_cwnd = max((__u32)(((__u64)tp->snd_cwnd << 8) / cut), 2U);
 	if (tp->snd_ssthresh > tp->snd_cwnd)
 		tp->snd_ssthresh = tp->snd_cwnd;
+}
+
+SEC("struct_ops/cwa_pkts_acked")
+void BPF_PROG(cwa_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	repair_skipped_ssthresh(sk, true);
 }
 
 SEC("struct_ops/cwa_cong_avoid")
@@ -134,6 +141,7 @@ struct tcp_congestion_ops cwa = {
 	.ssthresh	= (void *)cwa_ssthresh,
 	.cong_avoid	= (void *)cwa_cong_avoid,
 	.in_ack_event	= (void *)cwa_in_ack_event,
+	.pkts_acked	= (void *)cwa_pkts_acked,
 	.undo_cwnd	= (void *)cwa_undo_cwnd,
 	.name		= "cwa",
 };

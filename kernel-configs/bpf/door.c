@@ -82,7 +82,14 @@ void BPF_PROG(door_init, struct sock *sk)
 SEC("struct_ops/door_in_ack_event")
 void BPF_PROG(door_in_ack_event, struct sock *sk, __u32 flags)
 {
+	repair_skipped_ssthresh(sk, true);
 	door_check_reordering(sk);
+}
+
+SEC("struct_ops/door_pkts_acked")
+void BPF_PROG(door_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	repair_skipped_ssthresh(sk, true);
 }
 
 SEC("struct_ops/door_ssthresh")
@@ -134,6 +141,7 @@ struct tcp_congestion_ops door = {
 	.set_state	= (void *)door_set_state,
 	.cwnd_event	= (void *)door_cwnd_event,
 	.in_ack_event	= (void *)door_in_ack_event,
+	.pkts_acked	= (void *)door_pkts_acked,
 	.undo_cwnd	= (void *)door_undo_cwnd,
 	.name		= "door",
 };

@@ -29,6 +29,18 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	coupled_increase(tp, lia_update(sk, inet_csk_ca(sk)), acked);
 }
 
+SEC("struct_ops/lia_in_ack_event")
+void BPF_PROG(lia_in_ack_event, struct sock *sk, __u32 flags)
+{
+	repair_skipped_ssthresh(sk, true);
+}
+
+SEC("struct_ops/lia_pkts_acked")
+void BPF_PROG(lia_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	repair_skipped_ssthresh(sk, true);
+}
+
 SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
@@ -48,5 +60,7 @@ struct tcp_congestion_ops lia = {
 	.ssthresh	= (void *)lia_ssthresh,
 	.cong_avoid	= (void *)lia_cong_avoid,
 	.undo_cwnd	= (void *)lia_undo_cwnd,
+	.in_ack_event	= (void *)lia_in_ack_event,
+	.pkts_acked	= (void *)lia_pkts_acked,
 	.name		= "lia",
 };

@@ -63,6 +63,26 @@ static __always_inline void reno_halve_on_cwr(struct sock *sk, __u8 new_state)
 		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
 }
 
+/* With MPTCP subflows on the 6.18 kernel here, now and then none of a BPF algorithm's
+ * hooks runs for an ACK on which the subflow enters fast recovery: ssthresh gets the low
+ * half of a kernel text address (0x81104110) and PRR turns it into a cwnd of 10^8 to 10^9
+ * packets that floods the path for seconds. Seen with a BPF Reno that only calls the
+ * kernel's own functions, never with the kernel's reno, nor on plain TCP. No real ssthresh
+ * exceeds TCP_INFINITE_SSTHRESH and no real cwnd reaches 2^31: on the next ACK
+ * (.in_ack_event, .pkts_acked) put back what the skipped .ssthresh would have given,
+ * computed from the window before the reduction (halved when `halve`). */
+static __always_inline void repair_skipped_ssthresh(struct sock *sk, bool halve)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 prior = max(tp->prior_cwnd, 2U);
+
+	if (tp->snd_ssthresh <= TCP_INFINITE_SSTHRESH && tp->snd_cwnd <= TCP_INFINITE_SSTHRESH)
+		return;
+	if (tp->snd_ssthresh > TCP_INFINITE_SSTHRESH)
+		tp->snd_ssthresh = halve ? max(prior >> 1, 2U) : prior;
+	tp->snd_cwnd = min(tp->snd_cwnd, prior);
+}
+
 /* The kernel's own Reno, exported to struct_ops programs as kfuncs. */
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;

@@ -44,6 +44,18 @@ void BPF_PROG(prr_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
+SEC("struct_ops/prr_in_ack_event")
+void BPF_PROG(prr_in_ack_event, struct sock *sk, __u32 flags)
+{
+	repair_skipped_ssthresh(sk, false);
+}
+
+SEC("struct_ops/prr_pkts_acked")
+void BPF_PROG(prr_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	repair_skipped_ssthresh(sk, false);
+}
+
 SEC("struct_ops/prr_undo_cwnd")
 __u32 BPF_PROG(prr_undo_cwnd, struct sock *sk)
 {
@@ -57,5 +69,7 @@ struct tcp_congestion_ops prr = {
 	.set_state	= (void *)prr_set_state,
 	.cwnd_event	= (void *)prr_cwnd_event,
 	.undo_cwnd	= (void *)prr_undo_cwnd,
+	.in_ack_event	= (void *)prr_in_ack_event,
+	.pkts_acked	= (void *)prr_pkts_acked,
 	.name		= "prr",
 };
