@@ -32,6 +32,8 @@ PROGRAMS: Mapping[str, str] = MappingProxyType(
         "connection's subflows",
         "cwa": "CWA-MPTCP (seed 001 Algorithm 1): LIA, and every 0.5 s the slowest "
         "subflow's cwnd divided by the delay ratio",
+        "olia": "OLIA (Khalili et al.): coupled increase that moves window from the largest "
+        "subflows to those with the best loss interval per RTT",
     }
 )
 

@@ -38,6 +38,8 @@ struct lia_slot {
 	__u32 rtt_us;
 	__u16 cuts;	/* cwa: consecutive cuts of this subflow (Algorithm 1's count_i) */
 	__u16 cut_x256;	/* cwa: pending cut, theta * 256, applied by the subflow itself */
+	__u32 l_kib;	/* olia: KiB acked between the subflow's last two losses, or since
+			 * the last one if more (the paper's l_r) */
 };
 
 struct lia_conn {

@@ -115,12 +115,12 @@ def slots_in_use(name: str) -> list[int]:
     return [sum(s["used"] for s in e["formatted"]["value"]["slot"]) for e in dump]
 
 
-@pytest.mark.parametrize("name", ["prr", "door", "lia", "cwa"])
+@pytest.mark.parametrize("name", ["prr", "door", "lia", "cwa", "olia"])
 def test_program_is_selected_by_mptcp_subflows(rig: None, programs: list[str], name: str) -> None:
     assert name in bpfcc.loaded()
     assert name in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     shared: list[list[int]] = []
-    coupled = name in ("lia", "cwa")
+    coupled = name in ("lia", "cwa", "olia")
     probe = (lambda: shared.append(slots_in_use(name))) if coupled else (lambda: None)
     subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True, probe=probe)))
     established = subflows[subflows["state"] == "ESTAB"]
@@ -243,11 +243,16 @@ def mptcp_share(cc: str, seconds: int) -> float:
 
 
 @pytest.mark.slow
-def test_lia_takes_no_more_than_the_tcp_flows_share(bottleneck: None, programs: list[str]) -> None:
+def test_coupled_ccs_take_no_more_than_the_tcp_flows_share(
+    bottleneck: None, programs: list[str]
+) -> None:
     # 30 s each: with 15 s the start-up phase makes the shares vary by +-0.15.
-    shares = {cc: mptcp_share(cc, 30) for cc in ("reno", "lia")}
-    # Uncoupled Reno subflows take more than the TCP flow; lia's take no more than it.
-    assert shares["lia"] <= 0.45 and shares["lia"] < shares["reno"] - 0.1, shares
+    shares = {cc: mptcp_share(cc, 30) for cc in ("reno", "lia", "olia")}
+    # Uncoupled Reno subflows take more than the TCP flow; coupled ones no more than it.
+    coupled_ok = {
+        cc: shares[cc] <= 0.45 and shares[cc] < shares["reno"] - 0.1 for cc in ("lia", "olia")
+    }
+    assert coupled_ok == {"lia": True, "olia": True}, shares
 
 
 def _tbf(dev: str, rate: str, burst: str, limit: str) -> None:
@@ -293,4 +298,4 @@ def test_doctor_reports_every_program_loadable() -> None:
     checks = doctor.bpf_cc_checks()
     assert [c.name for c in checks] == [f"cc {n} (BPF)" for n in bpfcc.available()]
     details = {"loaded", "builds and registers (loaded at campaign start)"}
-    assert [(c.ok, c.detail in details, c.required) for c in checks] == [(True, True, False)] * 4
+    assert [(c.ok, c.detail in details, c.required) for c in checks] == [(True, True, False)] * 5

@@ -12,9 +12,9 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door", "lia", "cwa")
+    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia")
     sources = sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c"))
-    assert sources == ["cwa.c", "door.c", "lia.c", "prr.c"]
+    assert sources == ["cwa.c", "door.c", "lia.c", "olia.c", "prr.c"]
 
 
 def test_bpf_names_keeps_order_and_drops_kernel_algorithms() -> None:
@@ -76,6 +76,6 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    known = r"\(known: prr, door, lia, cwa\)"
-    with pytest.raises(bpfcc.MprigError, match=rf"no BPF program olia {known}"):
-        bpfcc.build(["prr", "olia"])
+    known = r"\(known: prr, door, lia, cwa, olia\)"
+    with pytest.raises(bpfcc.MprigError, match=rf"no BPF program balia {known}"):
+        bpfcc.build(["prr", "balia"])
