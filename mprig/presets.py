@@ -160,7 +160,7 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
             "uncoupled_cubic", "Un-CC (CUBIC)", "cubic", "each subflow runs the kernel default"
         ),
         "lia": CCPreset("lia", "Co-CC (RFC 6356 LIA)", "lia", _BPF),
-        "olia": CCPreset("olia", "OLIA", "olia", _OUT_OF_TREE),
+        "olia": CCPreset("olia", "OLIA", "olia", _BPF),
         "balia": CCPreset("balia", "BALIA", "balia", _OUT_OF_TREE),
         "wvegas": CCPreset("wvegas", "wVegas", "wvegas", _OUT_OF_TREE),
         "fully_coupled": CCPreset(
