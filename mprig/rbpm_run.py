@@ -3,6 +3,7 @@ in the bundle, and the endpoints' backup flags cleared after the run."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from mprig import knobs, traffic
@@ -16,6 +17,7 @@ INTERVAL_S = 0.1
 SOURCE_NAME = "<mprig/rbpm.py>"
 
 
+@functools.cache
 def source() -> str:
     """mprig/rbpm.py, sent as `python3 -c` (a lab client needs Python, not mprig)."""
     return Path(__file__).with_name("rbpm.py").read_text()

@@ -126,7 +126,8 @@ def _kind(cmd: Cmd) -> str:
 
 
 def _logged(d: Done) -> dict[str, Any]:
-    entry = {"host": d.host, "argv": d.cmd.argv, "returncode": d.returncode, "seconds": d.seconds}
+    argv = rbpm_run.shown(d.cmd.argv)  # the controller's source text by name
+    entry = {"host": d.host, "argv": argv, "returncode": d.returncode, "seconds": d.seconds}
     return {**entry, "background": True} if d.cmd.log else entry
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from mprig import commands, rbpm, rbpm_run
+from mprig import run as runner
+from mprig.batch import Cmd, Done
 from mprig.plan import Run
 from mprig.rbpm import Subflow
 from mprig.rig.host import PathLink
@@ -214,3 +216,15 @@ def test_the_controller_source_runs_without_mprig() -> None:
         [sys.executable, "-I", "-c", rbpm_run.source(), "--help"], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout.startswith("usage: mprig.rbpm")) == (0, True)
+
+
+def test_run_json_records_the_controller_by_name() -> None:
+    argv = ["python3", "-c", rbpm_run.source(), "--port", "5201"]
+    done = Done("client", Cmd(argv, log="/tmp/x/rbpm.log"), 0, "", "", 0.1, pid=7)
+    assert runner._logged(done) == {
+        "host": "client",
+        "argv": ["python3", "-c", "<mprig/rbpm.py>", "--port", "5201"],
+        "returncode": 0,
+        "seconds": 0.1,
+        "background": True,
+    }
