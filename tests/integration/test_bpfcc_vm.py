@@ -1,5 +1,5 @@
 """The BPF congestion controls in the VM rig (issue 7, part 4): Debian's stock 6.1 kernel
-builds and registers prr, door, lia and cwa when a campaign names them, and every run's
+builds and registers prr, door, lia, cwa and olia when a campaign names them, and every run's
 MPTCP subflows on the sender use the variant's algorithm (from the ss samples the runner
 records). One VM boot for the module (about 3 minutes: clang runs under emulation)."""
 
@@ -26,10 +26,17 @@ variants:
   - {name: mptcp_door, protocol: mptcp, recovery: tcpdoor, cc: tcpdoor}
   - {name: mptcp_lia, protocol: mptcp, cc: lia}
   - {name: mptcp_cwa, protocol: mptcp, cc: cwa}
+  - {name: mptcp_olia, protocol: mptcp, cc: olia}
 traffic: {tool: iperf3, direction: download, duration_s: 3}
 capture: {hosts: [client]}
 """
-KERNEL_NAME = {"mptcp_prr": "prr", "mptcp_door": "door", "mptcp_lia": "lia", "mptcp_cwa": "cwa"}
+KERNEL_NAME = {
+    "mptcp_prr": "prr",
+    "mptcp_door": "door",
+    "mptcp_lia": "lia",
+    "mptcp_cwa": "cwa",
+    "mptcp_olia": "olia",
+}
 
 
 @pytest.fixture(scope="module")
