@@ -44,7 +44,7 @@ EXPECTED = {
     "string_for_number.yaml": ":9: paths.cell.down.rate_mbit: must be a valid number, unable"
     " to parse string as a number, got 'fast' (allowed: > 0 and <= 100000)",
     "sweep_unknown_field.yaml": ":18: sweep.axes[paths.wifi.colour]: unknown path field"
-    " 'colour'; fields: rate_mbit, delay_ms, jitter_ms, loss_pct, limit_pkts, distance_m,"
+    " 'colour'; fields: rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts, distance_m,"
     " wifi_standard (or down.<f>, up.<f>)",
     "sweep_unknown_variant.yaml": ":18: sweep.axes[variants.tcp_cell.cc]: no variant named"
     " 'tcp_cell'; variants: mptcp, tcp_wifi",
@@ -55,7 +55,7 @@ EXPECTED = {
     "tab_indent.yaml": ":10: tab character in indentation; indent with spaces",
     "tcp_without_path.yaml": ":13: variants.tcp_wifi.path: a tcp variant needs `path: <path name>`",
     "unknown_key.yaml": ":7: paths.wifi.colour: unknown key; allowed: name, kind, down, up,"
-    " distance_m, wifi_standard, rate_mbit, delay_ms, jitter_ms, loss_pct, limit_pkts",
+    " distance_m, wifi_standard, rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts",
     "variant_unknown_path.yaml": ":15: variants.tcp_wifi.path: no path named 'wlan';"
     " paths: wifi, cell",
     "yaml_syntax_error.yaml": ":3: YAML syntax error: while parsing a flow node, did not find"
