@@ -48,11 +48,18 @@ static __always_inline void door_out_of_order(struct sock *sk)
 	__u64 now = tp->tcp_mstamp;
 
 	ca->quiet_until_us = now + door_window_us(tp);
-	if (ca->reduced_at_us && now - ca->reduced_at_us <= door_window_us(tp) &&
-	    ca_state(sk) == TCP_CA_Open) {
+	if (!ca->reduced_at_us || now - ca->reduced_at_us > door_window_us(tp))
+		return;
+	/* Instant recovery: undo a fast-recovery reduction made less than T2 ago. */
+	ca->reduced_at_us = 0;
+	if (ca_state(sk) == TCP_CA_Recovery) {
+		/* Still in the recovery that reduced (it lasts at least one RTT, so this is
+		 * where the detection usually lands): Linux's PRR ends it with cwnd =
+		 * ssthresh, so aiming ssthresh at the window before restores that window. */
+		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_cwnd);
+	} else if (ca_state(sk) <= TCP_CA_Disorder) {
 		tp->snd_cwnd = max(tp->snd_cwnd, ca->prior_cwnd);
 		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_ssthresh);
-		ca->reduced_at_us = 0;
 	}
 }
 
@@ -90,6 +97,9 @@ SEC("struct_ops/door_pkts_acked")
 void BPF_PROG(door_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	repair_skipped_ssthresh(sk, true);
+	/* tcp_clean_rtx_queue() has just counted a hole filled by original segments, and
+	 * tcp_fastretrans_alert() has not yet decided on recovery for this ACK. */
+	door_check_reordering(sk);
 }
 
 SEC("struct_ops/door_ssthresh")
@@ -110,6 +120,9 @@ __u32 BPF_PROG(door_ssthresh, struct sock *sk)
 SEC("struct_ops/door_cwnd_event")
 void BPF_PROG(door_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
+	/* A timeout's reduction is Reno's and never undone by instant recovery. */
+	if (ev == CA_EVENT_LOSS)
+		((struct door *)inet_csk_ca(sk))->reduced_at_us = 0;
 	reno_halve_on_timeout(sk, ev);
 }
 
