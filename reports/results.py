@@ -162,11 +162,19 @@ def _read_bundles(root: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _derive(runs: pd.DataFrame) -> pd.DataFrame:
-    """Add `link_util`: the mean over paths of `link_util.<path>` (the papers' LU)."""
+    """Add `link_util`: the mean over paths of `link_util.<path>` (the papers' LU); and
+    `throughput_bps` where the capture gave none (plain TCP runs: the collector analyses
+    MPTCP connections) as the sum of `throughput_bps.<path>`, so gains over TCP and the
+    papers' TCP rates can be checked."""
     per_path = [c for c in runs.columns if c.startswith("link_util.")]
     runs = runs.copy()
     if per_path and "link_util" not in runs.columns:
         runs["link_util"] = runs[per_path].mean(axis=1, skipna=True)
+    paths_bps = [c for c in runs.columns if c.startswith("throughput_bps.")]
+    if paths_bps:
+        total = runs[paths_bps].sum(axis=1, min_count=1)
+        have = runs["throughput_bps"] if "throughput_bps" in runs.columns else None
+        runs["throughput_bps"] = total if have is None else have.fillna(total)
     return runs
 
 

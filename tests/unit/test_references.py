@@ -244,3 +244,19 @@ def test_select_expands_patterns() -> None:
         "zzz",
     ]
     assert not math.isnan(entries["000-t3-50m-nopr-lu"].tolerance.bound(12.26))
+
+
+def test_plain_tcp_runs_get_a_throughput_from_their_path_so_gains_can_be_checked() -> None:
+    import pandas as pd
+
+    from reports.results import _derive
+
+    runs = pd.DataFrame(
+        {
+            "variant": ["mptcp", "tcp", "mptcp_nocap"],
+            "throughput_bps": [19e6, float("nan"), float("nan")],
+            "throughput_bps.p1": [10e6, 9.5e6, 4e6],
+            "throughput_bps.p2": [9e6, float("nan"), 3e6],
+        }
+    )
+    assert _derive(runs)["throughput_bps"].tolist() == [19e6, 9.5e6, 7e6]
