@@ -1,0 +1,146 @@
+"""RBPM in the VM rig (issue 7, part 4): seed 002's case A, shortened (three 5 Mbit/s 10 ms
+paths and one 1 Mbit/s 100 ms path, 100-packet queues, 200 KB receive buffer, Reno, 15 s),
+on Debian's stock 6.1 kernel through the real runner, with the variants `kernel` (original
+MPTCP) and `rbpm`. The controller stops the slow path p4 within seconds, p4 then carries
+next to nothing, its log is in the bundle, and every endpoint is left without the backup
+flag. One VM boot for the module (about 2.5 minutes under software emulation).
+
+Measured (docs/rbpm.md, three runs each): upstream MPTCP on 6.1 suffers much less buffer
+blocking than the paper's v0.89 kernel (5.0-6.1 Mbit/s against the paper's 2.2), and RBPM
+raised goodput by about 30 % (6.5-7.4 Mbit/s; the paper: 8.9, 4x). The 200 KB buffer
+advertises about 100 KB, which with Reno filling the 100-packet queues caps even the
+three fast paths near 8 Mbit/s. The gain is asserted on the seconds after RBPM acted,
+where the runs were steadier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vmcampaign import campaign_in_vm
+
+from mprig import rbpm
+
+pytestmark = [pytest.mark.vm, pytest.mark.slow]
+
+CAMPAIGN = """\
+name: rbpm
+paths:
+  - {name: p1, kind: wired, rate_mbit: 5, delay_ms: 10, limit_pkts: 100}
+  - {name: p2, kind: wired, rate_mbit: 5, delay_ms: 10, limit_pkts: 100}
+  - {name: p3, kind: wired, rate_mbit: 5, delay_ms: 10, limit_pkts: 100}
+  - {name: p4, kind: wired, rate_mbit: 1, delay_ms: 100, limit_pkts: 100}
+variants:
+  - {name: kernel, protocol: mptcp, cc: reno, rmem: 204800}
+  - {name: rbpm, protocol: mptcp, cc: reno, rmem: 204800, path_manager: rbpm}
+traffic: {tool: iperf3, direction: download, duration_s: 15}
+capture: {hosts: [client]}
+"""
+
+
+@pytest.fixture(scope="module")
+def results() -> Iterator[Path]:
+    with campaign_in_vm(CAMPAIGN, "rbpm", rig="h11rbpm", timeout=600) as out:
+        yield out
+
+
+def bundle(results: Path, variant: str) -> tuple[dict[str, Any], Path]:
+    [record] = [
+        (r, p.parent)
+        for p in results.glob("*/run.json")
+        if (r := json.loads(p.read_text()))["variant"]["name"] == variant
+    ]
+    return record
+
+
+def p4_addr(record: dict[str, Any]) -> str:
+    return str(next(link["client_addr"] for link in record["links"] if link["name"] == "p4"))
+
+
+def goodput_mbit(run_dir: Path) -> float:
+    end = json.loads((run_dir / "iperf3-client.json").read_text())["end"]
+    return float(end["sum_received"]["bits_per_second"]) / 1e6
+
+
+def test_both_runs_complete_and_only_rbpm_has_a_log(results: Path) -> None:
+    kernel, kdir = bundle(results, "kernel")
+    rb, rdir = bundle(results, "rbpm")
+    assert (kernel["status"], rb["status"], rb["variant"]["path_manager"]) == (
+        "complete", "complete", "rbpm"
+    )  # fmt: skip
+    assert ((kdir / "rbpm.jsonl").exists(), "rbpm.jsonl" in rb["artifacts"]) == (False, True)
+    print(f"goodput kernel {goodput_mbit(kdir):.2f} Mbit/s, rbpm {goodput_mbit(rdir):.2f}")
+
+
+def test_rbpm_stops_the_slow_path_early_and_keeps_it_stopped(results: Path) -> None:
+    record, run_dir = bundle(results, "rbpm")
+    log = [json.loads(line) for line in (run_dir / "rbpm.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in log if r["event"] != "step"] == ["start", "stop"]
+    steps = [r for r in log if r["event"] == "step"]
+    stops = [r for r in steps if r["decision"]["action"] == "backup"]
+    first = stops[0]["decision"]
+    slow = p4_addr(record)
+    [key] = [f["key"] for f in first["subflows"] if f["addr"] == slow]
+    assert (first["targets"], first["endpoints"]) == ([key], {key: 4})
+    # the logged inputs give the logged requirement (Eq. 3), above the free buffer
+    flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+             for f in first["subflows"]]  # fmt: skip
+    assert abs(rbpm.required_bytes(flows) - first["required"]) < 1000
+    assert first["required"] > first["free"]
+    # within seconds of its first step (measured: 0.3-1.1 s; under emulation one step takes
+    # about 0.5 s, and the first comes once the subflows have been seen for a second)
+    assert stops[0]["t"] - steps[0]["t"] < 5.0, [(r["t"], r["decision"]) for r in steps[:3]]
+    # from then on p4 is stopped and the kernel shows its subflow backup
+    after = [
+        (f["active"], "b" in f["flags"])
+        for r in steps[steps.index(stops[0]) + 5 :]
+        for f in r["decision"]["subflows"]
+        if f["addr"] == slow
+    ]
+    assert set(after) == {(False, True)}
+
+
+def test_p4_falls_idle_while_the_fast_paths_carry_the_data(results: Path) -> None:
+    """From the server's ss samples (the sender): bytes acked per path over the run's last
+    half."""
+    record, run_dir = bundle(results, "rbpm")
+    samples = (run_dir / "ss-server.txt").read_text().split("# ")[1:]
+    acked = [a for a in map(_acked_by_peer, samples) if len(a) == 4]  # all four subflows up
+    first, last = acked[len(acked) // 2], acked[-1]
+    grown = {a: last[a] - first.get(a, 0) for a in last}
+    slow = p4_addr(record)
+    fast = sum(v for a, v in grown.items() if a != slow)
+    assert (grown[slow] < 0.01 * fast, fast > 3_000_000) == (True, True), grown
+
+
+def _acked_by_peer(sample: str) -> dict[str, int]:
+    """bytes_acked of the data connection's subflows, by the client's address."""
+    _, subs = rbpm.connection(rbpm.parse_ss(sample.partition("\n")[2]))
+    return {s.peer: int(s.info.get("bytes_acked", "0")) for s in subs}
+
+
+def steady_mbit(run_dir: Path) -> float:
+    """Mean goodput of seconds 5 to the end (RBPM stopped p4 after about 2 s)."""
+    intervals = json.loads((run_dir / "iperf3-client.json").read_text())["intervals"]
+    rates = [i["sum"]["bits_per_second"] / 1e6 for i in intervals[5:]]
+    return float(sum(rates) / len(rates))
+
+
+def test_rbpm_beats_the_kernel_once_p4_is_stopped(results: Path) -> None:
+    """Measured in three pairs of runs: seconds 5-15 gave 7.45-7.69 Mbit/s with RBPM and
+    5.11-5.85 without (whole runs 6.46-7.40 against 5.00-6.13)."""
+    _, kdir = bundle(results, "kernel")
+    _, rdir = bundle(results, "rbpm")
+    kernel, controlled = steady_mbit(kdir), steady_mbit(rdir)
+    assert controlled > 1.1 * kernel, (kernel, controlled)
+
+
+def test_endpoints_are_left_without_backup_flags(results: Path) -> None:
+    record, _ = bundle(results, "rbpm")
+    ip = ["ip", "mptcp", "endpoint", "change"]
+    changes = {tuple(c["argv"][4:]) for c in record["commands"] if c["argv"][:4] == ip}
+    assert changes == {("id", str(i), "nobackup") for i in (1, 2, 3, 4)}
