@@ -9,7 +9,7 @@ each algorithm's defining property on a real MPTCP transfer.
   timestamp undo, dupthresh fixed at 3) Linux counts each hole that original segments fill
   (tp->reord_seen), yet Reno still enters fast recovery on three SACKed segments and halves.
   door does not reduce within one RTT of a detected reordering, and undoes a reduction the
-  detection proves spurious, so its ssthresh drops far less often and its window stays up.
+  detection proves spurious, so its ssthresh drops less often and its window stays up.
 
 One VM boot for the module (about 3 minutes: the two programs compile under emulation)."""
 
@@ -47,9 +47,11 @@ capture: {{hosts: [client]}}
 
 @dataclass(frozen=True)
 class Run:
-    """A run's sender-side figures: median cwnd and ssthresh (segments) over the data
-    subflow's ss samples, how many times its ssthresh fell from one sample to the next, and
-    iperf3's received rate."""
+    """A run's sender-side figures over the data subflow's ss samples: mean cwnd and median
+    ssthresh (segments), how many times ssthresh fell from one sample to the next; and
+    iperf3's received rate. The mean, not the median, of cwnd: under this much reordering
+    prr spends most samples inside fast recovery, where Linux's PRR paces cwnd down toward
+    the data in flight before returning it to ssthresh, the window prr keeps."""
 
     status: str
     samples: int
@@ -76,7 +78,7 @@ def summary(record: Path) -> tuple[str, Run]:
     return run["variant"]["name"], Run(
         status=run["status"],
         samples=len(rows),
-        cwnd=float(rows["cwnd"].median()),
+        cwnd=float(rows["cwnd"].mean()),
         ssthresh=float(rows["ssthresh"].median()),
         reductions=sum(b < a for a, b in pairwise(ssthresh)),
         mbit=received["sum_received"]["bits_per_second"] / 1e6,
@@ -92,8 +94,8 @@ def test_every_run_completed(results: dict[str, Run]) -> None:
 
 def test_prr_keeps_the_window_reno_halves_under_reordering(results: dict[str, Run]) -> None:
     prr, reno = results["prr"], results["reno"]
-    assert prr.cwnd > 1.5 * reno.cwnd, (prr, reno)
-    assert prr.ssthresh > 2 * reno.ssthresh, (prr, reno)
+    assert prr.cwnd > 1.4 * reno.cwnd, (prr, reno)
+    assert prr.ssthresh > 3 * reno.ssthresh, (prr, reno)
     assert prr.mbit > 1.6 * reno.mbit, (prr, reno)
     assert prr.reductions < reno.reductions, (prr, reno)
 
