@@ -23,7 +23,11 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
 - tcpdoor, prr: TCP-DOOR and PR-R change the sender's response itself. They are BPF
   congestion-control programs (mprig.bpfcc, kernel-configs/bpf: `door`, `prr`) on the NoPR
   base; the preset names the algorithm, and a variant selects it with `cc: tcpdoor` or
-  `cc: prr` (see `check_recovery_cc`).
+  `cc: prr` (see `check_recovery_cc`). `tcpdoor` turns SACK on: TCP-DOOR detects
+  out-of-order delivery from sequence numbers in its own option, which no Linux peer
+  sends; SACK blocks are the signal from which Linux (and so `door`) sees reordering.
+  Without SACK, Linux notices reordering only when duplicate ACKs outnumber the packets in
+  flight, and `door` behaves as Reno (tests/integration/test_bpfcc_reorder_vm.py).
 """
 
 from __future__ import annotations
@@ -105,10 +109,11 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
         "tcpdoor": RecoveryPreset(
             "tcpdoor",
             "TCP-DOOR",
-            _knobs(**_NOPR, tcp_max_reordering=3),
-            "the BPF algorithm `door` detects reordering from Linux's own signals "
-            "(tp->reord_seen, spurious-retransmission undo) instead of TCP-DOOR's ADSN/TPSN "
-            "option, and suspends only fast-recovery reductions (not RTO) for one RTT.",
+            _knobs(**{**_NOPR, "tcp_sack": 1}, tcp_max_reordering=3),
+            "SACK on, as the detection signal: the BPF algorithm `door` detects reordering "
+            "from Linux's own signals (tp->reord_seen from SACK blocks, spurious-"
+            "retransmission undo) instead of TCP-DOOR's ADSN/TPSN option, and suspends only "
+            "fast-recovery reductions (not RTO) for one RTT.",
             cc="tcpdoor",
         ),
         "prr": RecoveryPreset(

@@ -75,7 +75,8 @@ def test_every_preset_documents_its_difference_from_ns3() -> None:
 
 @pytest.mark.parametrize(("name", "algorithm"), [("tcpdoor", "door"), ("prr", "prr")])
 def test_tcpdoor_and_prr_are_bpf_algorithms_on_the_nopr_base(name: str, algorithm: str) -> None:
-    assert presets.recovery_sysctls(name) == presets.recovery_sysctls("nopr")
+    sack = {"net.ipv4.tcp_sack": "1"} if name == "tcpdoor" else {}  # door's detection signal
+    assert presets.recovery_sysctls(name) == {**presets.recovery_sysctls("nopr"), **sack}
     assert presets.RECOVERY_PRESETS[name].cc == name
     assert presets.cc_algorithm(name) == algorithm
     presets.check_recovery_cc(name, name)  # the matching cc is accepted
