@@ -44,8 +44,8 @@ EXPECTED = {
     "string_for_number.yaml": ":9: paths.cell.down.rate_mbit: must be a valid number, unable"
     " to parse string as a number, got 'fast' (allowed: > 0 and <= 100000)",
     "sweep_unknown_field.yaml": ":18: sweep.axes[paths.wifi.colour]: unknown path field"
-    " 'colour'; fields: rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts, distance_m,"
-    " wifi_standard (or down.<f>, up.<f>)",
+    " 'colour'; fields: rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts,"
+    " distance_m, wifi_standard (or down.<f>, up.<f>)",
     "sweep_unknown_variant.yaml": ":18: sweep.axes[variants.tcp_cell.cc]: no variant named"
     " 'tcp_cell'; variants: mptcp, tcp_wifi",
     "sweep_value_out_of_range.yaml": ":18: sweep.axes[paths.cell.loss_pct]: value 150:"
