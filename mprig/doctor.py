@@ -21,6 +21,9 @@ EPILOG = """\
 examples:
   mprig doctor            kernel features, tools and versions, the rig mode and why
   mprig doctor --json     the same as JSON (for CI logs and bug reports)
+  mprig doctor --inventory inventory/lab
+                          also, over SSH, which BPF congestion controls the lab's client
+                          and server have registered, and what each one lacks
   sample verdict:
       rig mode: vm (sch_netem is missing on the running kernel 6.18.44: boots
       /boot/vmlinuz-6.1.0-56-amd64)
@@ -150,8 +153,21 @@ def vm_checks() -> list[Check]:
     return [image, Check("KVM", kvm, detail, False)]
 
 
-def gather() -> dict[str, Any]:
-    """Every check plus the rig mode verdict."""
+def host_checks(inventory: Path) -> list[Check]:
+    """Per lab sender host and BPF program: registered, or what it lacks."""
+    from mprig.rig import inventory as inv
+    from mprig.rig import lab_cc
+
+    rig = inv.rig_from_inventory(inventory)
+    try:
+        rows = lab_cc.host_checks(rig)
+    finally:
+        rig.close()
+    return [Check(f"{host}: cc {name}", ok, detail, False) for host, name, ok, detail in rows]
+
+
+def gather(inventory: Path | None = None) -> dict[str, Any]:
+    """Every check plus the rig mode verdict (and the lab hosts' BPF programs)."""
     from mprig import vm
     from mprig.errors import MprigError
 
@@ -168,13 +184,16 @@ def gather() -> dict[str, Any]:
         "vm": [asdict(c) for c in vm_checks()],
         "rig_mode": mode,
         "rig_mode_reason": why,
+        **({"hosts": [asdict(c) for c in host_checks(inventory)]} if inventory else {}),
     }
 
 
 def render(report: dict[str, Any]) -> str:
     """The report as aligned text lines."""
     lines = [f"kernel {report['kernel_release']}"]
-    for section in ("kernel", "tools", "vm"):
+    for section in ("kernel", "tools", "vm", "hosts"):
+        if section not in report:
+            continue
         lines.append(f"{section}:")
         for c in report[section]:
             mark = "ok " if c["ok"] else ("MISSING" if c["required"] else "no ")
@@ -201,11 +220,17 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--inventory",
+        type=Path,
+        metavar="PATH",
+        help="a lab inventory: also check its client's and server's BPF programs",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; exit 1 if a required feature or tool is missing."""
-    report = gather()
+    report = gather(args.inventory)
     print(json.dumps(report, indent=1) if args.json else render(report))
     return 1 if missing_required(report) else 0

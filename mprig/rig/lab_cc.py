@@ -75,3 +75,36 @@ def check(rig: Rig, variants: Iterable[Variant], inventory: Path) -> None:
     if gaps:
         host, text = message(gaps, inventory)
         raise HostError(host, text)
+
+
+# `mprig doctor --inventory`: per sender host, can each BPF program run there, and if not why.
+PROBE = (
+    f"cat {AVAILABLE}; echo @@; "
+    "[ -r /sys/kernel/btf/vmlinux ] && echo btf; "
+    "for t in clang bpftool; do command -v $t >/dev/null && echo $t; done; "
+    "[ -e /usr/include/bpf/bpf_helpers.h ] && echo libbpf-dev; true"
+)
+
+
+def program_status(name: str, offered: tuple[str, ...], found: set[str]) -> tuple[bool, str]:
+    """Whether one BPF program is usable on a host (registered), and what to do if not."""
+    if name in offered:
+        return True, "registered"
+    if "btf" not in found:
+        return False, "kernel has no BTF (/sys/kernel/btf/vmlinux): needs CONFIG_DEBUG_INFO_BTF"
+    tools = [t for t in ("clang", "bpftool", "libbpf-dev") if t not in found]
+    if tools:
+        return False, f"not registered; {' '.join(tools)} missing (the bpf_cc role installs them)"
+    return False, "not registered: run site.yml with bpf_cc_programs naming it"
+
+
+def host_checks(rig: Rig) -> list[tuple[str, str, bool, str]]:
+    """(host, program, usable, detail) for every mprig BPF program on client and server."""
+    out = []
+    for host in SENDERS:
+        text = rig.hosts[host].script(PROBE, timeout=30).stdout
+        cc_text, _, rest = text.partition("@@")
+        offered, found = presets.parse_available_cc(cc_text), set(rest.split())
+        for name in bpfcc.available():
+            out.append((host, name, *program_status(name, offered, found)))
+    return out

@@ -260,3 +260,18 @@ def test_lab_cc_check_reads_the_senders_kernels_over_ssh(rig: Rig) -> None:
         "vegas: not an mprig program; load its kernel module (modprobe tcp_<name>) or choose "
         "another cc"
     )
+
+
+def test_doctor_lab_checks_report_each_bpf_program_per_sender(rig: Rig) -> None:
+    from mprig import bpfcc, presets
+    from mprig.rig import lab_cc
+
+    here = presets.parse_available_cc(Path(lab_cc.AVAILABLE).read_text())  # one kernel
+    rows = lab_cc.host_checks(rig)
+    assert [(h, n) for h, n, _, _ in rows] == [
+        (h, n) for h in ("client", "server") for n in bpfcc.available()
+    ]
+    for _, name, ok, detail in rows:
+        assert (ok, detail == "registered") == (name in here, name in here)
+        if not ok:  # this machine has BTF and the toolchain (make setup installs it)
+            assert detail == "not registered: run site.yml with bpf_cc_programs naming it"

@@ -77,6 +77,38 @@ def test_doctor_render_and_missing_required() -> None:
     assert doctor.missing_required(report) == ["tc"]
 
 
+def test_doctor_renders_the_lab_hosts_section_when_an_inventory_was_given() -> None:
+    report = {
+        "kernel_release": "6.18.0",
+        "kernel": [],
+        "tools": [],
+        "vm": [],
+        "hosts": [
+            {"name": "server: cc prr", "ok": True, "detail": "registered", "required": False}
+        ],
+        "rig_mode": "native",
+        "rig_mode_reason": "netem present",
+    }
+    assert doctor.render(report).splitlines()[4:6] == [
+        "hosts:",
+        "  ok      server: cc prr       registered",
+    ]
+
+
+def test_bpf_program_status_on_a_lab_host_says_what_it_lacks() -> None:
+    from mprig.rig.lab_cc import program_status
+
+    have = {"btf", "clang", "bpftool", "libbpf-dev"}
+    assert program_status("prr", ("reno", "prr"), set()) == (True, "registered")
+    assert program_status("lia", ("reno",), have) == (
+        False, "not registered: run site.yml with bpf_cc_programs naming it",
+    )  # fmt: skip
+    assert program_status("lia", ("reno",), {"btf", "bpftool"}) == (
+        False, "not registered; clang libbpf-dev missing (the bpf_cc role installs them)",
+    )  # fmt: skip
+    assert program_status("lia", ("reno",), have - {"btf"})[1].startswith("kernel has no BTF")
+
+
 def test_first_version_line_skips_banners() -> None:
     assert doctor.first_version_line("\nTShark (Wireshark) 4.0.17\nCopyright\n") == (
         "TShark (Wireshark) 4.0.17"
