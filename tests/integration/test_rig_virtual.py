@@ -233,20 +233,6 @@ def test_status_lists_hosts_endpoints_and_sshd(rig: Rig) -> None:
     assert st["hosts"]["server"]["sshd"].startswith("running (pid ")
 
 
-def test_down_leaves_nothing_behind(rig: Rig) -> None:
-    """Last test of the module: tear down, then look for anything of the rig."""
-    rig.hosts["server"].start(["sleep", "300"], log=f"/tmp/{NAME}-orphan.log")  # must be killed
-    assert len(virtual.leftovers(NAME)) > 10
-    virtual.down(NAME)
-    assert virtual.leftovers(NAME) == []
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    assert [n for n in netns.stdout.split() if n.startswith(f"mprig-{NAME}-")] == []
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
-    assert [
-        ln for ln in ps.stdout.splitlines() if f"/run/mprig/{NAME}/" in ln or f"/tmp/{NAME}-" in ln
-    ] == []
-
-
 def test_lab_cc_check_reads_the_senders_kernels_over_ssh(rig: Rig) -> None:
     from mprig.rig import lab_cc
     from mprig.spec import Variant
@@ -275,3 +261,17 @@ def test_doctor_lab_checks_report_each_bpf_program_per_sender(rig: Rig) -> None:
         assert (ok, detail == "registered") == (name in here, name in here)
         if not ok:  # this machine has BTF and the toolchain (make setup installs it)
             assert detail == "not registered: run site.yml with bpf_cc_programs naming it"
+
+
+def test_down_leaves_nothing_behind(rig: Rig) -> None:
+    """Last test of the module: tear down, then look for anything of the rig."""
+    rig.hosts["server"].start(["sleep", "300"], log=f"/tmp/{NAME}-orphan.log")  # must be killed
+    assert len(virtual.leftovers(NAME)) > 10
+    virtual.down(NAME)
+    assert virtual.leftovers(NAME) == []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    assert [n for n in netns.stdout.split() if n.startswith(f"mprig-{NAME}-")] == []
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert [
+        ln for ln in ps.stdout.splitlines() if f"/run/mprig/{NAME}/" in ln or f"/tmp/{NAME}-" in ln
+    ] == []
