@@ -155,7 +155,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
 def _run_native(
     args: argparse.Namespace, campaign: Any, runs: list[Any], results: Path, lab: bool
 ) -> int:
-    from mprig import knobs, presets
+    from mprig import knobs
     from mprig import run as runner
     from mprig.progress import Reporter
     from mprig.rig import inventory, virtual
@@ -172,10 +172,9 @@ def _run_native(
                     campaign, runs, rig, results, reporter, force=args.force
                 )
         else:
-            ccs = [presets.cc_algorithm(v.cc) for v in campaign.variants]
             with (
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
-                knobs.allow_congestion_controls(ccs),
+                knobs.allow_congestion_controls(knobs.congestion_controls(campaign.variants)),
             ):
                 rig = _virtual_up(args.rig, campaign, reporter.message)
                 try:

@@ -50,6 +50,11 @@ def sysctls(variant: Variant) -> dict[str, str]:
     return out
 
 
+def congestion_controls(variants: Iterable[Variant]) -> list[str]:
+    """The kernel algorithms the variants select (presets mapped), in order, once each."""
+    return list(dict.fromkeys(presets.cc_algorithm(v.cc) for v in variants))
+
+
 def _pm_type(variant: Variant) -> str:
     if variant.path_manager not in PM_TYPES:
         known = ", ".join(PM_TYPES)

@@ -15,18 +15,13 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-from mprig import bpfcc, presets
+from mprig import bpfcc, knobs, presets
 from mprig.errors import HostError
-from mprig.rig.host import Rig
+from mprig.rig.host import Host, Rig
 from mprig.spec import Variant
 
 SENDERS = ("client", "server")
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
-
-
-def needed(variants: Iterable[Variant]) -> list[str]:
-    """The kernel algorithms the variants select, in order, once each."""
-    return list(dict.fromkeys(presets.cc_algorithm(v.cc) for v in variants))
 
 
 def missing(offered: dict[str, tuple[str, ...]], wanted: list[str]) -> dict[str, list[str]]:
@@ -66,18 +61,15 @@ def message(gaps: dict[str, list[str]], inventory: Path) -> tuple[str, str]:
 def check(rig: Rig, variants: Iterable[Variant], inventory: Path) -> None:
     """Raise HostError naming the hosts, the algorithms and the command when a sender lacks
     an algorithm the campaign selects."""
-    wanted = needed(variants)
-    offered = {}
-    for name in SENDERS:
-        result = rig.hosts[name].run(["cat", AVAILABLE], timeout=30)
-        offered[name] = presets.parse_available_cc(result.stdout)
-    gaps = missing(offered, wanted)
+    offered = {name: probe(rig.hosts[name])[0] for name in SENDERS}
+    gaps = missing(offered, knobs.congestion_controls(variants))
     if gaps:
         host, text = message(gaps, inventory)
         raise HostError(host, text)
 
 
-# `mprig doctor --inventory`: per sender host, can each BPF program run there, and if not why.
+# One script per host: its congestion controls, then what building BPF programs needs
+# (the preflight reads the first part, `mprig doctor --inventory` both).
 PROBE = (
     f"cat {AVAILABLE}; echo @@; "
     "[ -r /sys/kernel/btf/vmlinux ] && echo btf; "
@@ -98,13 +90,17 @@ def program_status(name: str, offered: tuple[str, ...], found: set[str]) -> tupl
     return False, "not registered: run site.yml with bpf_cc_programs naming it"
 
 
+def probe(host: Host) -> tuple[tuple[str, ...], set[str]]:
+    """A host's congestion controls, and which of btf, clang, bpftool, libbpf-dev it has."""
+    cc_text, _, rest = host.script(PROBE, timeout=30).stdout.partition("@@")
+    return presets.parse_available_cc(cc_text), set(rest.split())
+
+
 def host_checks(rig: Rig) -> list[tuple[str, str, bool, str]]:
     """(host, program, usable, detail) for every mprig BPF program on client and server."""
     out = []
     for host in SENDERS:
-        text = rig.hosts[host].script(PROBE, timeout=30).stdout
-        cc_text, _, rest = text.partition("@@")
-        offered, found = presets.parse_available_cc(cc_text), set(rest.split())
+        offered, found = probe(rig.hosts[host])
         for name in bpfcc.available():
             out.append((host, name, *program_status(name, offered, found)))
     return out

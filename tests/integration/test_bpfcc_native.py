@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from nslink import ns, sh, veth_pair
 
 from collectors.ss import data_subflows, parse_ss
 from mprig import bpfcc, knobs
@@ -29,21 +30,9 @@ PORTS = iter(range(5301, 5400))  # one iperf3 port per transfer: no earlier sock
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)")
 
 
-def sh(*argv: str) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-
-
-def ns(name: str, *argv: str) -> str:
-    return sh("ip", "netns", "exec", name, *argv)
-
-
 def _link_up(i: int, client_addr: str, server_addr: str) -> None:
     cif, sif = f"{TAG}c{i}", f"{TAG}s{i}"
-    sh("ip", "link", "add", cif, "netns", CLIENT, "type", "veth", "peer", sif, "netns", SERVER)
-    for host, dev, addr in ((CLIENT, cif, client_addr), (SERVER, sif, server_addr)):
-        sh("ip", "-n", host, "addr", "add", f"{addr}/24", "dev", dev)
-        sh("ip", "-n", host, "link", "set", dev, "up")
-        ns(host, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+    veth_pair((CLIENT, cif, client_addr), (SERVER, sif, server_addr))
     ns(CLIENT, "tc", "qdisc", "add", "dev", cif, "root", "tbf", "rate", "20mbit", "burst",
        "20kb", "limit", "200kb")  # fmt: skip
 

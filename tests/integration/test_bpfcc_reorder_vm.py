@@ -39,7 +39,7 @@ variants:
   - {{name: reno, protocol: mptcp, recovery: nopr, cc: reno}}
   - {{name: prr, protocol: mptcp, recovery: prr, cc: prr}}
   - {{name: reno_sack, protocol: mptcp, recovery: nopr, cc: reno, sysctls: {SACK}}}
-  - {{name: door_sack, protocol: mptcp, recovery: tcpdoor, cc: tcpdoor, sysctls: {SACK}}}
+  - {{name: door_sack, protocol: mptcp, recovery: tcpdoor, cc: tcpdoor}}  # preset: SACK on
 traffic: {{tool: iperf3, direction: download, duration_s: 10}}
 capture: {{hosts: [client]}}
 """

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nslink import ns, sh, veth_pair
 
 from mprig import rbpm, rbpm_run
 
@@ -36,22 +37,10 @@ PORTS = iter(range(5401, 5500))  # one port per transfer: no earlier socket is s
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 
 
-def sh(*argv: str) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-
-
-def ns(name: str, *argv: str) -> str:
-    return sh("ip", "netns", "exec", name, *argv)
-
-
 def _path_up(i: int, rate: str) -> None:
     cif, sif = f"{TAG}c{i}", f"{TAG}s{i}"
     caddr, saddr = f"10.111.{i}.1", f"10.111.{i}.2"
-    sh("ip", "link", "add", cif, "netns", CLIENT, "type", "veth", "peer", sif, "netns", SERVER)
-    for host, dev, addr in ((CLIENT, cif, caddr), (SERVER, sif, saddr)):
-        sh("ip", "-n", host, "addr", "add", f"{addr}/24", "dev", dev)
-        sh("ip", "-n", host, "link", "set", dev, "up")
-        ns(host, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+    veth_pair((CLIENT, cif, caddr), (SERVER, sif, saddr))
     for host, dev in ((SERVER, sif), (CLIENT, cif)):  # download and upload shaped alike
         ns(host, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "10kb",
            "limit", "30kb")  # fmt: skip

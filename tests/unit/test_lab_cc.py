@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from mprig import knobs
 from mprig.rig import lab_cc
 from mprig.spec import Variant
 
@@ -16,7 +17,7 @@ def test_needed_maps_presets_to_kernel_names_once_each() -> None:
         Variant(name="c", cc="door"),
         Variant(name="d", cc="lia"),
     ]
-    assert lab_cc.needed(variants) == ["door", "reno", "lia"]
+    assert knobs.congestion_controls(variants) == ["door", "reno", "lia"]
 
 
 def test_missing_lists_per_host_what_it_lacks() -> None:
