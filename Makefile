@@ -12,7 +12,7 @@ CAMPAIGN ?= experiments/smoke.yaml
 APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-server \
 	openssh-client nftables qemu-system-x86 linux-image-amd64 busybox-static kmod procps \
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
-	chromium linux-source flex bison bc dwarves clang llvm libbpf-dev bpftool
+	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
 .PHONY: all setup system venv run test unit integration lint bench clean help
 all: help
