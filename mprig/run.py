@@ -10,24 +10,22 @@ interrupted. See docs/running.md.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mprig import __version__, batch, bundle, capture, commands, impair, knobs, rbpm_run, traffic
 from mprig.batch import Batch, Cmd, Done, run_batch
-from mprig.errors import HostError, MprigError, RigBusy, ToolMissing
+from mprig.errors import HostError, MprigError, ToolMissing
+from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
 from mprig.plan import Run
 from mprig.progress import Reporter
 from mprig.rig.host import Rig
@@ -717,77 +715,3 @@ def run_one(ctx: Context, run: Run, reason: str) -> int:
 
 def _count_complete(results: Path, runs: list[Run]) -> int:
     return sum(bundle.verify(results / r.run_id).ok for r in runs)
-
-
-# -- locks ------------------------------------------------------------------------------
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def exclusive(path: Path, what: str, say: Any = None) -> Iterator[None]:
-    """Hold an flock on `path` (pid, host, start time inside) for a campaign or a rig; the
-    file is removed on release.
-
-    A lock file left by a dead process is taken over (flock itself died with the process;
-    `say` is told about it); a live holder raises RigBusy naming it.
-    """
-    f, previous = _acquire(path, what)
-    try:
-        pid = previous.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and say is not None:
-            state = "no longer running" if not _pid_alive(pid) else "lock released"
-            say(f"taking over the stale lock {path} of pid {pid} ({state})")
-        info = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        f.seek(0)
-        f.truncate()
-        f.write(json.dumps(info) + "\n")
-        f.flush()
-        yield
-    finally:
-        path.unlink(missing_ok=True)  # still holding the lock: nobody has it open locked
-        f.close()
-
-
-def _acquire(path: Path, what: str) -> tuple[IO[str], dict[str, Any]]:
-    """Open and flock `path`; retry when its holder removed it meanwhile."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        f = open(path, "a+")  # noqa: SIM115 - closed by exclusive()
-        f.seek(0)
-        previous = _lock_info(f.read())
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            who = f"pid {previous.get('pid', '?')} on {previous.get('host', '?')}"
-            raise RigBusy(
-                f"{what} is in use by {who} since {previous.get('started', '?')} "
-                f"(lock {path}); wait for it or stop it"
-            ) from None
-        try:
-            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
-                return f, previous
-        except FileNotFoundError:
-            pass
-        f.close()
-
-
-def _lock_info(text: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
