@@ -10,7 +10,9 @@ interrupted. See docs/running.md.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -22,7 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mprig import __version__, batch, bundle, capture, commands, impair, knobs, rbpm_run, traffic
+from mprig import (
+    __version__,
+    batch,
+    bundle,
+    capture,
+    commands,
+    impair,
+    isolation,
+    knobs,
+    rbpm_run,
+    traffic,
+)
 from mprig.batch import Batch, Cmd, Done, run_batch
 from mprig.errors import HostError, MprigError, ToolMissing
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
@@ -80,6 +93,7 @@ class Attempt:
     run: Run
     staging: Path  # local .<run-id>.partial directory
     routers: tuple[str, ...] = ()
+    baseline: isolation.Baseline | None = None  # restored before the variant, compared after
     log: list[dict[str, Any]] = field(default_factory=list)  # run.json `commands`
     background: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> kind -> pid
     done: dict[str, list[Done]] = field(default_factory=dict)  # last stage's results
@@ -163,12 +177,14 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     for host in a.hosts():
         fresh = ["sh", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
-    for host, argv in cmds.setup:
+    base = a.baseline.hosts if a.baseline else {}
+    for host, argv in [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]:
         b.add(host, Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
+    for host in a.hosts():
+        b.add(host, Cmd(read_settings_argv(a, host)))
     for host in ("client", "server"):
-        b.add(host, Cmd(knobs.read_argv(a.run.variant)))
         b.add(host, Cmd(capture.nstat_argv()))
     add_starts(a, cmds, b)
     a.stage("setup", b)
@@ -176,6 +192,30 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         a.save(f"tc-{router}-before.txt", a.output(router, impair.snapshot_argv()))
     for host in ("client", "server"):
         a.save(f"nstat-{host}-before.txt", a.output(host, capture.nstat_argv()))
+
+
+def read_settings_argv(a: Attempt, host: str) -> list[str]:
+    """The command reading back host's settings (without a baseline: the variant's sysctls)."""
+    if a.baseline is not None:
+        return a.baseline.read_argv(host)
+    keys = list(knobs.sysctls(a.run.variant)) if host in isolation.KNOB_HOSTS else []
+    return isolation.read_argv(keys, [])
+
+
+def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
+    """Record the settings read back after the variant was applied; RunFailed naming every
+    difference from what the spec (on top of the baseline) asks for."""
+    got = {h: isolation.parse(a.output(h, read_settings_argv(a, h))) for h in a.hosts()}
+    out.settings = {h: s.as_json() for h, s in got.items()}
+    own = [*knobs.sysctls(a.run.variant), knobs.AVAILABLE_CC]
+    for host in isolation.KNOB_HOSTS:
+        values = got[host].sysctls
+        out.sysctls[host] = {k: values[k] for k in own if k in values}
+    if a.baseline is None:
+        return
+    want = isolation.expected(a.baseline.hosts, a.run.variant, a.rig.paths, cmds.setup)
+    if problems := isolation.diff(want, got):
+        raise RunFailed(f"settings differ from the spec: {'; '.join(problems)}", transient=False)
 
 
 def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
@@ -325,13 +365,13 @@ class Outcome:
     drops: dict[str, int] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # run.json `settings`
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """One attempt, start to fetched artifacts (teardown is the caller's)."""
     setup_stage(a, cmds)
-    for host in ("client", "server"):
-        out.sysctls[host] = knobs.parse_sysctl(a.output(host, knobs.read_argv(a.run.variant)))
+    check_settings(a, cmds, out)
     out.traffic_s = traffic_stage(a, cmds)
     out.drops = stop_stage(a, cmds)
     fetch_stage(a)
@@ -382,6 +422,7 @@ class Context:
     reporter: Reporter
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> facts
     iperf3_mptcp_flag: bool = False
+    baseline: isolation.Baseline | None = None  # the rig's settings every run starts from
     retries: int = RETRIES
     min_free_bytes: int = MIN_FREE_BYTES
 
@@ -434,6 +475,49 @@ def sweep_rig(rig: Rig) -> None:
     run_batch(rig.hosts, b)
 
 
+def baseline_file(rig: Rig) -> Path:
+    """Where a campaign keeps its rig's baseline until it has put it back (a campaign that
+    was killed leaves it, and the next one on the rig restores from it)."""
+    return Path(os.environ.get("MPRIG_STATE", "/run/mprig")) / f"{rig.name}.baseline.json"
+
+
+def read_settings(rig: Rig, base: isolation.Baseline) -> isolation.Settings:
+    """Every host's settings now, in one round trip."""
+    b = Batch()
+    for host in rig.hosts:
+        b.add(host, Cmd(base.read_argv(host), check=False))
+    done = run_batch(rig.hosts, b)
+    return {h: isolation.parse(d[0].stdout if d else "") for h, d in done.items()}
+
+
+def take_baseline(rig: Rig, variants: list[Any], reporter: Reporter) -> isolation.Baseline:
+    """Read every knob the variants can set from the hosts: the campaign's baseline (or the
+    one an unfinished campaign stored, which the live values may be polluted from)."""
+    keys = isolation.campaign_keys(variants)
+    empty = isolation.Baseline(keys, isolation.devices(rig.paths), {})
+    hosts = read_settings(rig, empty)
+    path = baseline_file(rig)
+    with contextlib.suppress(OSError, ValueError):
+        stored = json.loads(path.read_text())
+        hosts = isolation.overlay(hosts, stored)
+        reporter.message(f"restoring the baseline an unfinished campaign stored in {path}")
+    base = dataclasses.replace(empty, hosts=hosts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    bundle.write_json(path, base.as_json())
+    return base
+
+
+def restore_baseline(rig: Rig, base: isolation.Baseline, reporter: Reporter) -> None:
+    """Put the baseline back at the campaign's end, read it back, say what differs."""
+    b = Batch()
+    for host, argv in isolation.restore_all(base.hosts):
+        b.add(host, Cmd(argv, check=False))
+    run_batch(rig.hosts, b)
+    if problems := isolation.diff(base.hosts, read_settings(rig, base)):
+        reporter.message(f"the rig is not back at its baseline: {'; '.join(problems)}")
+    baseline_file(rig).unlink(missing_ok=True)
+
+
 def execute(ctx: Context, run: Run) -> dict[str, Any]:
     """Run one planned run with retries; returns its run.json record (bundle committed)."""
     check_space(ctx)
@@ -466,7 +550,7 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     routers = tuple(dict.fromkeys(link.router for link in ctx.rig.paths))
-    a = Attempt(ctx.rig, run, staging, routers=routers)
+    a = Attempt(ctx.rig, run, staging, routers=routers, baseline=ctx.baseline)
     cmds: commands.RunCommands | None = None
     out = Outcome()
     try:
@@ -548,6 +632,7 @@ def make_record(
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         "hosts": hosts,
+        "settings": out.settings,
         "mprig": {"version": __version__, "git": git_revision()},
         "commands": a.log,
         "rig_mode": ctx.rig.mode,
@@ -669,7 +754,8 @@ def run_campaign(
         reporter.message(f"removed {name} left by an earlier crash")
     sweep_rig(rig)
     facts, flag = host_facts(rig)
-    ctx = Context(campaign, rig, results, reporter, facts, flag)
+    base = take_baseline(rig, [r.variant for r in runs], reporter)
+    ctx = Context(campaign, rig, results, reporter, facts, flag, base)
     reporter.campaign_start(
         campaign.name, len(runs), len(runs) - len(todo), rig=rig.name, mode=rig.mode
     )
@@ -689,6 +775,7 @@ def run_campaign(
         finally:
             with contextlib.suppress(HostError), _signals_deferred(reraise=False):
                 sweep_rig(rig)
+                restore_baseline(rig, base, reporter)
             rig.close()
     reporter.campaign_end(status="done", failed=failed)
     return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)

@@ -1,0 +1,260 @@
+"""Run isolation: every knob a campaign's variants can set, read from the hosts once at the
+campaign's start (the baseline), restored before each run and at the end, read back after
+each run's variant is applied and compared with what the spec asks for.
+
+The knobs: on client and server every sysctl any variant sets (congestion control,
+recovery preset, buffers, MPTCP scheduler and path manager, extra sysctls) and the MPTCP
+limits and endpoints; on every rig interface the runner knows, the root qdisc and the
+offloads (TSO, GSO, GRO, LRO); `tcp_available_congestion_control` shows the BPF
+congestion controls registered. One command per host reads all of them (READ_SCRIPT), on
+virtual and lab rigs alike. Everything here is pure; mprig.run does the I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mprig import knobs
+from mprig.rig.host import PathLink
+from mprig.spec import Variant
+
+# A constant script (no campaign value reaches this shell): $1 the sysctl names separated by
+# spaces (knobs.full_key checked them: no glob or shell characters), then the interfaces.
+READ_SCRIPT = (
+    'set -f; echo "@@sysctl"; [ -n "$1" ] && sysctl $1 2>/dev/null; shift; '
+    'echo "@@limits"; ip mptcp limits show 2>/dev/null; '
+    'echo "@@endpoints"; ip mptcp endpoint show 2>/dev/null; '
+    'for d; do echo "@@dev $d"; tc qdisc show dev "$d" root 2>/dev/null; '
+    'ethtool -k "$d" 2>/dev/null; done; exit 0'
+)
+OFFLOADS = {
+    "tcp-segmentation-offload": "tso",
+    "generic-segmentation-offload": "gso",
+    "generic-receive-offload": "gro",
+    "large-receive-offload": "lro",
+}
+KNOB_HOSTS = ("client", "server")  # where variants set sysctls and MPTCP limits
+# Recorded, not compared: the machine-wide list of registered congestion controls (a BPF
+# one registered meanwhile does not change a run; the algorithm in force is compared).
+RECORDED_ONLY = frozenset({knobs.AVAILABLE_CC})
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """The knobs in force on one host, as read back (JSON-ready via `as_json`)."""
+
+    sysctls: dict[str, str] = field(default_factory=dict)  # name -> value, spaces collapsed
+    mptcp_limits: dict[str, str] = field(default_factory=dict)  # subflows, add_addr_accepted
+    endpoints: tuple[str, ...] = ()  # `ip mptcp endpoint show` lines, sorted
+    devices: dict[str, dict[str, str]] = field(default_factory=dict)  # dev -> qdisc, offloads
+
+    def as_json(self) -> dict[str, Any]:
+        doc = dataclasses.asdict(self)
+        doc["endpoints"] = list(self.endpoints)
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> HostSettings:
+        return cls(
+            sysctls=dict(doc.get("sysctls", {})),
+            mptcp_limits=dict(doc.get("mptcp_limits", {})),
+            endpoints=tuple(doc.get("endpoints", ())),
+            devices={d: dict(v) for d, v in doc.get("devices", {}).items()},
+        )
+
+
+Settings = dict[str, HostSettings]  # host -> its settings
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the campaign's runs start from."""
+
+    keys: tuple[str, ...]  # every sysctl the campaign's variants set
+    devices: dict[str, list[str]]  # host -> the interfaces read there
+    hosts: Settings  # host -> its settings at the campaign's start
+
+    def read_argv(self, host: str) -> list[str]:
+        """The command that reads `host`'s settings."""
+        keys = self.keys if host in KNOB_HOSTS else ()
+        return read_argv(keys, self.devices.get(host, []))
+
+    def as_json(self) -> dict[str, Any]:
+        return {h: s.as_json() for h, s in self.hosts.items()}
+
+
+def campaign_keys(variants: Iterable[Variant]) -> tuple[str, ...]:
+    """Every sysctl any of the variants sets, in first-seen order."""
+    keys: dict[str, None] = {}
+    for v in variants:
+        keys.update(dict.fromkeys(knobs.sysctls(v)))
+    return tuple(keys)
+
+
+def devices(links: Sequence[PathLink]) -> dict[str, list[str]]:
+    """host -> the rig interfaces the runner knows there (client side and router sides)."""
+    out: dict[str, list[str]] = {}
+    for link in links:
+        out.setdefault("client", []).append(link.client_if)
+        out.setdefault(link.router, []).extend([link.router_client_if, link.router_server_if])
+    return {h: list(dict.fromkeys(devs)) for h, devs in out.items()}
+
+
+def read_argv(keys: Sequence[str], devs: Sequence[str]) -> list[str]:
+    """The one command that reads a host's settings (`keys`: sysctls, none on routers)."""
+    names = " ".join([*keys, knobs.AVAILABLE_CC] if keys else [])
+    return ["sh", "-c", READ_SCRIPT, "mprig-settings", names, *devs]
+
+
+def parse(text: str) -> HostSettings:
+    """READ_SCRIPT's output."""
+    section, dev = "", ""
+    lines: dict[str, list[str]] = {"sysctl": [], "limits": [], "endpoints": []}
+    devs: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            section, _, dev = line[2:].partition(" ")
+            if section == "dev":
+                devs[dev] = {}
+        elif section == "dev":
+            _device_line(devs[dev], line)
+        elif section in lines and line.strip():
+            lines[section].append(line)
+    return HostSettings(
+        sysctls=knobs.parse_sysctl("\n".join(lines["sysctl"])),
+        mptcp_limits=_pairs(" ".join(lines["limits"]).split()),
+        endpoints=tuple(sorted(" ".join(e.split()) for e in lines["endpoints"])),
+        devices=devs,
+    )
+
+
+def _device_line(dev: dict[str, str], line: str) -> None:
+    words = line.split()
+    if len(words) >= 2 and words[0] == "qdisc":
+        dev["qdisc"] = words[1]
+        return
+    name, sep, value = line.partition(":")
+    if sep and name in OFFLOADS:
+        dev[OFFLOADS[name]] = value.strip()
+
+
+def _pairs(words: list[str]) -> dict[str, str]:
+    return dict(zip(words[::2], words[1::2], strict=False))
+
+
+# -- what a run should read back --------------------------------------------------------
+
+
+def expected(
+    baseline: Settings,
+    variant: Variant,
+    links: tuple[PathLink, ...],
+    setup: Sequence[tuple[str, list[str]]],
+) -> Settings:
+    """The settings a run must read back: the baseline with the variant's sysctls, MPTCP
+    limits and client endpoints, and the qdiscs its `setup` commands put on the routers."""
+    out = dict(baseline)
+    wanted = knobs.sysctls(variant)
+    limits = {"subflows": knobs.MPTCP_LIMIT, "add_addr_accepted": knobs.MPTCP_LIMIT}
+    for host in KNOB_HOSTS:
+        base = baseline.get(host, HostSettings())
+        sysctls = {**base.sysctls, **{k: " ".join(v.split()) for k, v in wanted.items()}}
+        out[host] = dataclasses.replace(base, sysctls=sysctls, mptcp_limits=limits)
+    endpoints = tuple(sorted(_endpoint(link, links) for link in knobs.used_links(variant, links)))
+    out["client"] = dataclasses.replace(out["client"], endpoints=endpoints)
+    for host, argv in setup:
+        if argv[:3] == ["tc", "qdisc", "replace"] and host in out:
+            dev = argv[argv.index("dev") + 1]
+            kind = argv[argv.index("root") + 1]
+            devs = {d: dict(v) for d, v in out[host].devices.items()}
+            devs.setdefault(dev, {})["qdisc"] = kind
+            out[host] = dataclasses.replace(out[host], devices=devs)
+    return out
+
+
+def _endpoint(link: PathLink, links: tuple[PathLink, ...]) -> str:
+    """As `ip mptcp endpoint show` prints the endpoint knobs.apply_commands adds."""
+    return f"{link.client_addr} id {links.index(link) + 1} subflow dev {link.client_if}"
+
+
+def diff(want: Settings, got: Settings) -> list[str]:
+    """Every difference, named: `client sysctl net.ipv4.tcp_rmem: spec '4096 ...', host
+    '...'` (a knob the host did not report shows as 'unreadable'; RECORDED_ONLY left out)."""
+    out = []
+    for host, w in want.items():
+        g = got.get(host, HostSettings())
+        for (kind, name), value in _flat(w).items():
+            have = _flat(g).get((kind, name), "unreadable")
+            if have != value and name not in RECORDED_ONLY:
+                label = " ".join(w for w in (host, kind, name) if w)
+                out.append(f"{label}: spec {value!r}, host {have!r}")
+    return out
+
+
+def _flat(s: HostSettings) -> dict[tuple[str, str], str]:
+    flat = {("sysctl", k): v for k, v in s.sysctls.items()}
+    flat.update({("mptcp limit", k): v for k, v in s.mptcp_limits.items()})
+    flat[("mptcp endpoints", "")] = "; ".join(s.endpoints) or "none"
+    for dev, values in s.devices.items():
+        flat.update({(dev, k): v for k, v in values.items()})
+    return flat
+
+
+# -- putting the baseline back ----------------------------------------------------------
+
+
+def restore_sysctls(baseline: Settings, variant: Variant | None) -> list[tuple[str, list[str]]]:
+    """(host, argv) that set every baseline sysctl the variant does not set itself (all of
+    them with no variant: the campaign's end)."""
+    wanted = knobs.sysctls(variant) if variant is not None else {}
+    cmds = []
+    for host in KNOB_HOSTS:
+        values = {k: v for k, v in baseline.get(host, HostSettings()).sysctls.items()
+                  if k not in wanted and k != knobs.AVAILABLE_CC}  # fmt: skip
+        if values:
+            cmds.append((host, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())]))
+    return cmds
+
+
+def restore_all(baseline: Settings) -> list[tuple[str, list[str]]]:
+    """(host, argv) that put the whole baseline back at the campaign's end: sysctls, MPTCP
+    limits and the client's endpoints, offloads (root qdiscs go with the routers' clear
+    commands, which return each interface to its default qdisc)."""
+    cmds = restore_sysctls(baseline, None)
+    for host in KNOB_HOSTS:
+        limits = baseline.get(host, HostSettings()).mptcp_limits
+        if limits:
+            pairs = [w for k, v in limits.items() for w in (k, v)]
+            cmds.append((host, ["ip", "mptcp", "limits", "set", *pairs]))
+    if "client" in baseline:
+        cmds.append(("client", ["ip", "mptcp", "endpoint", "flush"]))
+        for line in baseline["client"].endpoints:
+            cmds.append(("client", ["ip", "mptcp", "endpoint", "add", *shlex.split(line)]))
+    for host, s in baseline.items():
+        for dev, values in s.devices.items():
+            features = [w for k, v in values.items() if k != "qdisc" and "[fixed]" not in v
+                        for w in (k, v)]  # fmt: skip
+            if features:
+                cmds.append((host, ["ethtool", "-K", dev, *features]))
+    return cmds
+
+
+def overlay(live: Settings, stored: Mapping[str, Any]) -> Settings:
+    """The live settings with those of a baseline an unfinished campaign stored (its values
+    win: the live ones may be a killed run's variant)."""
+    out = dict(live)
+    for host, doc in stored.items():
+        if host not in out or not isinstance(doc, Mapping):
+            continue
+        old, cur = HostSettings.from_json(doc), out[host]
+        out[host] = HostSettings(
+            sysctls={k: old.sysctls.get(k, v) for k, v in cur.sysctls.items()},
+            mptcp_limits=old.mptcp_limits or cur.mptcp_limits,
+            endpoints=old.endpoints if doc.get("endpoints") is not None else cur.endpoints,
+            devices={d: old.devices.get(d, v) for d, v in cur.devices.items()},
+        )
+    return out
