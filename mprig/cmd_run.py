@@ -63,6 +63,17 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--no-vm", dest="vm", action="store_false", help="never use a VM")
     p.add_argument(
+        "--kvm",
+        dest="kvm",
+        action="store_true",
+        default=None,
+        help="VM mode: boot with KVM, no fallback (default: KVM where a guest has been "
+        "seen to boot with it, see `mprig doctor`; MPRIG_KVM=1/0 does the same)",
+    )
+    p.add_argument(
+        "--no-kvm", dest="kvm", action="store_false", help="VM mode: software emulation only"
+    )
+    p.add_argument(
         "--rig",
         default=DEFAULT_RIG,
         metavar="NAME",
@@ -96,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     results.mkdir(parents=True, exist_ok=True)
     lab = campaign.rig.inventory != "virtual"
     requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
+    if getattr(args, "kvm", None) is not None:
+        os.environ["MPRIG_KVM"] = "1" if args.kvm else "0"
     hwsim = campaign.rig.wifi == "hwsim"
     mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested, hwsim=hwsim)
     if not args.quiet and not args.log_json:
@@ -103,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     with _campaign_lock(results, args):
         write_campaign_json(results, args.file, campaign, runs)
         if mode == "vm":
-            code = _run_in_vm(args, results)
+            code = _run_in_vm(args, results, vm_deadline(runs))
         else:
             code = _run_native(args, campaign, runs, results, lab)
     if not args.outer_lock:
@@ -123,7 +136,23 @@ def _campaign_lock(results: Path, args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
-def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
+# Seconds a run may take beyond its traffic under software emulation (rig set-up per run,
+# captures, fetches, retries' waits), and the campaign's fixed costs (rig up and down).
+RUN_ALLOWANCE_S = 60.0
+CAMPAIGN_ALLOWANCE_S = 900.0
+
+
+def vm_deadline(runs: list[Any]) -> float:
+    """How long the campaign VM may run once booted: every run with its retries at twice
+    (traffic + allowance), plus the rig's fixed costs. A hung guest is caught sooner by
+    its heartbeats (mprig.vmboot)."""
+    from mprig.run import RETRIES
+
+    per_try = float(sum(r.traffic.duration_s + RUN_ALLOWANCE_S for r in runs))
+    return CAMPAIGN_ALLOWANCE_S + 2 * per_try * (1 + RETRIES)
+
+
+def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
     """Re-execute this command inside one VM (`--no-vm` there); the results are shared."""
     import signal
 
@@ -141,7 +170,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        return vm.run_in_vm(argv, [results])
+        return vm.run_in_vm(argv, [results], timeout=deadline)
     except KeyboardInterrupt:
         print(
             "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",

@@ -24,6 +24,10 @@ examples:
   mprig doctor --inventory inventory/lab
                           also, over SSH, which BPF congestion controls the lab's client
                           and server have registered, and what each one lacks
+  mprig doctor --probe-kvm
+                          boot a guest with KVM now and cache whether it reached userspace
+                          (KVM counts as usable only then; the cache is keyed to the host
+                          kernel, the QEMU version and /dev/kvm)
   sample verdict:
       rig mode: vm (sch_netem is missing on the running kernel 6.18.44: boots
       /boot/vmlinuz-6.1.0-56-amd64)
@@ -141,16 +145,23 @@ def _feature(name: str, ok: bool, what: str, otherwise: str) -> Check:
 
 def vm_checks() -> list[Check]:
     """The kernel image VM mode would boot, and whether KVM is usable."""
-    from mprig import vm
+    from mprig import kvm, vm
     from mprig.errors import MprigError
 
     try:
         image = Check("VM kernel", True, str(vm.find_kernel()), False)
     except MprigError as e:
         image = Check("VM kernel", False, str(e), False)
-    kvm = vm.kvm_usable()
-    detail = "usable" if kvm else "not usable: VM mode uses software emulation (--disable-kvm)"
-    return [image, Check("KVM", kvm, detail, False)]
+    answer = kvm.answer()
+    verdict = (
+        "unknown: the next VM boot tries KVM for a short deadline"
+        if answer.usable is None
+        else "usable"
+        if answer.usable
+        else "not usable: VM mode uses software emulation"
+    )
+    detail = f"{verdict} ({answer.reason}); override with --kvm/--no-kvm or {kvm.KVM_ENV}=1/0"
+    return [image, Check("KVM", answer.usable is True, detail, False)]
 
 
 def host_checks(inventory: Path) -> list[Check]:
@@ -226,11 +237,21 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="a lab inventory: also check its client's and server's BPF programs",
     )
+    p.add_argument(
+        "--probe-kvm",
+        action="store_true",
+        help="boot a guest with KVM now (up to a minute) and cache whether it ran a command",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the report; exit 1 if a required feature or tool is missing."""
+    if args.probe_kvm:
+        from mprig import vm
+
+        print("probing KVM: booting a guest with it ...", file=sys.stderr, flush=True)
+        vm.probe_kvm()
     report = gather(args.inventory)
     print(json.dumps(report, indent=1) if args.json else render(report))
     return 1 if missing_required(report) else 0

@@ -22,7 +22,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from mprig import kvm, vmboot
 from mprig.errors import MprigError, ToolMissing
 
 IN_VM_ENV = "MPRIG_IN_VM"
 VM_HOSTNAME = "mprig-vm"
-CACHE_DIR = Path(os.environ.get("MPRIG_CACHE", "/var/cache/mprig"))
 SHARE_ROOT = Path("/var/tmp")  # host directory for per-VM exchange dirs (not /tmp: VM has its own)
-BOOT_TIMEOUT = 240.0  # seconds for a software-emulated boot on a busy 2-core machine
+# Boot deadlines: a KVM guest is up in seconds, a software-emulated one in 25-50 s on an
+# idle 2-core machine; MPRIG_VM_KVM_BOOT_TIMEOUT / MPRIG_VM_BOOT_TIMEOUT override them.
+KVM_BOOT_TIMEOUT = 60.0
+BOOT_TIMEOUT = 300.0
+STALE_AFTER = 180.0  # seconds without a guest heartbeat (MPRIG_VM_STALE_AFTER)
 BOOT_LOCK = Path("/tmp/mprig-vm.lock")  # one VM at a time on this machine
 LOCK_WAIT = 1800.0  # seconds a VmSession may wait for another VM to finish
 
@@ -118,7 +121,9 @@ def find_kernel(boot: Path = Path("/boot")) -> Path:
 
 
 def vng_path() -> str:
-    """The vng executable: next to this Python (the venv) or on PATH."""
+    """The vng executable: MPRIG_VNG, else next to this Python (the venv), else on PATH."""
+    if os.environ.get("MPRIG_VNG"):
+        return os.environ["MPRIG_VNG"]
     local = Path(sys.executable).parent / "vng"
     found = str(local) if local.exists() else shutil.which("vng")
     if not found:
@@ -126,53 +131,42 @@ def vng_path() -> str:
     return found
 
 
-def kvm_usable(*, refresh: bool = False) -> bool:
-    """Whether QEMU can use KVM here; probed once, the answer cached in CACHE_DIR/kvm.json."""
-    key = f"{os.uname().release} {_qemu_version()}"
-    cache = CACHE_DIR / "kvm.json"
-    if not refresh:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            data = json.loads(cache.read_text())
-            if data["key"] == key:
-                return bool(data["usable"])
-    usable = _probe_kvm()
-    with contextlib.suppress(OSError):
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "usable": usable}) + "\n")
-    return usable
+def kvm_usable() -> bool:
+    """Whether the next boot uses KVM (unknown counts as yes: the boot then proves it)."""
+    return kvm.answer().usable is not False
 
 
-def _qemu_version() -> str:
-    if shutil.which("qemu-system-x86_64") is None:
-        return "none"
-    out = _run_quiet(["qemu-system-x86_64", "--version"]).stdout
-    return out.splitlines()[0] if out else "unknown"
-
-
-def _probe_kvm() -> bool:
-    """Start QEMU with KVM for a few seconds: some hosts' KVM aborts with 'failed to set MSR'."""
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK) or shutil.which("qemu-system-x86_64") is None:
-        return False
-    argv = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "64", "-nodefaults"]
-    argv += ["-display", "none", "-no-reboot", "-serial", "none", "-monitor", "none"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def probe_kvm(deadline: float | None = None) -> kvm.KvmAnswer:
+    """Boot a guest with KVM that runs `true`; record and return what that proved."""
+    limit = deadline or vmboot.env_seconds("MPRIG_VM_KVM_BOOT_TIMEOUT", KVM_BOOT_TIMEOUT)
+    share = _new_share()
     try:
-        _, err = proc.communicate(timeout=3)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return True  # still running after 3 s: the vCPU started fine
-    return proc.returncode == 0 and "failed" not in err.lower()
+        (share / "run.sh").write_text(_guest_script(["true"], share / "status", share))
+        argv = _vng_argv(share, [], f"sh {share / 'run.sh'}", "512M", 1, use_kvm=True)
+        with boot_lock():
+            _attempt(argv, share, limit, None, None, None, _quiet, "KVM probe")
+        ok = (share / "status").exists()
+        why = "a guest booted with KVM and ran a command" if ok else "the guest's command failed"
+    except vmboot.BootFailed as e:
+        ok, why = False, str(e)
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
+    kvm.record(ok, why)
+    return kvm.answer()
+
+
+def _quiet(_text: str) -> None:
+    pass
 
 
 def choose_mode(requested: str = "auto", *, hwsim: bool = False) -> tuple[str, str]:
     """Decide between "native" and "vm" rig mode; returns (mode, human-readable reason).
     `hwsim`: the rig needs mac80211_hwsim radios as well as netem."""
     release = os.uname().release
+    if in_vm():
+        return "native", f"inside the campaign VM (kernel {release})"
     if requested == "native":
         return "native", "--no-vm given"
-    if in_vm():
-        return "native", f"already inside the mprig VM (kernel {release})"
     if requested == "vm":
         return "vm", f"--vm given: boots {find_kernel()}"
     if requested != "auto":
@@ -199,10 +193,16 @@ def _guest_path() -> str:
 
 
 def _vng_argv(
-    share: Path, rwdirs: Sequence[Path], exec_cmd: str, memory: str, cpus: int
+    share: Path,
+    rwdirs: Sequence[Path],
+    exec_cmd: str,
+    memory: str,
+    cpus: int,
+    *,
+    use_kvm: bool,
 ) -> list[str]:
     argv = [vng_path(), "--run", str(find_kernel()), "--name", VM_HOSTNAME]
-    if not kvm_usable():
+    if not use_kvm:
         argv.append("--disable-kvm")
     argv += ["--memory", memory, "--cpus", str(cpus), "--cwd", os.getcwd()]
     for d in [share, *rwdirs]:
@@ -212,20 +212,31 @@ def _vng_argv(
 
 # virtme-ng gives the guest a generated /etc/shadow with every account locked ("!"); sshd
 # without PAM refuses locked accounts even for key logins, which would lock the virtual
-# rig's Ansible and runner out. Unlock root in the guest's throwaway copy only.
+# rig's Ansible and runner out. Unlock root in the guest's throwaway copy only (the
+# hostname check keeps a stand-in vng that runs the script on the host away from it).
 UNLOCK_ROOT = (
-    "if grep -q '^root:!' /etc/shadow 2>/dev/null; then "
+    f'if [ "$(hostname)" = {VM_HOSTNAME} ] && grep -q "^root:!" /etc/shadow 2>/dev/null; then '
     "s=$(sed 's/^root:[^:]*:/root:*:/' /etc/shadow) && printf '%s\\n' \"$s\" > /etc/shadow; fi"
 )
 
 
-def _guest_script(argv: Sequence[str], status_file: Path) -> str:
-    """Shell script the guest runs: environment, the command, then its exit status."""
+def _guest_script(argv: Sequence[str], status_file: Path, share: Path) -> str:
+    """Shell script the guest runs: readiness line, heartbeats, environment, the command,
+    then its exit status."""
     env = {IN_VM_ENV: "1", "PATH": _guest_path(), "HOME": "/tmp"}
-    lines = ["#!/bin/sh", "mkdir -p /run/mprig /run/sshd /var/cache/mprig 2>/dev/null", UNLOCK_ROOT]
+    beat = shlex.quote(str(share / vmboot.HEARTBEAT_FILE))
+    lines = ["#!/bin/sh", f"echo {vmboot.READY_MARKER.decode()}"]
+    lines += [
+        f"(while :; do cat /proc/uptime > {beat}.tmp && mv -f {beat}.tmp {beat}; "
+        f"sleep {vmboot.HEARTBEAT_S}; done) </dev/null >/dev/null 2>&1 &",
+        "mprig_heartbeat=$!",
+        "mkdir -p /run/mprig /run/sshd /var/cache/mprig 2>/dev/null",
+        UNLOCK_ROOT,
+    ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
-    lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv)]
-    lines.append(f"echo $? > {shlex.quote(str(status_file))}")
+    lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv), "mprig_status=$?"]
+    lines.append('kill "$mprig_heartbeat" 2>/dev/null')
+    lines.append(f'echo "$mprig_status" > {shlex.quote(str(status_file))}')
     return "\n".join(lines) + "\n"
 
 
@@ -262,8 +273,10 @@ def _lock_held_by_ancestor(lock: Path) -> bool:
 
 
 @contextlib.contextmanager
-def boot_lock(lock: Path = BOOT_LOCK) -> Iterator[None]:
-    """Serialize VM boots machine-wide (flock); a no-op when an ancestor already holds it."""
+def boot_lock(lock: Path | None = None) -> Iterator[None]:
+    """Serialize VM boots machine-wide (flock); a no-op when an ancestor already holds it.
+    The lock is BOOT_LOCK unless MPRIG_VM_BOOT_LOCK names another file."""
+    lock = lock or Path(os.environ.get("MPRIG_VM_BOOT_LOCK") or BOOT_LOCK)
     if _lock_held_by_ancestor(lock):
         yield
         return
@@ -285,22 +298,28 @@ def run_in_vm(
     *,
     memory: str = "2G",
     cpus: int = 2,
-    timeout: float = 3600.0,
+    timeout: float | None = None,
     console: Path | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> int:
     """Boot one VM, run argv inside, return argv's exit status.
 
-    The guest's output is streamed to ours, or written to `console` if given. VM boots are
-    serialized machine-wide with a lock on /tmp/mprig-vm.lock.
+    The guest's stdout and stderr reach ours (or `console` if given) once it is up; QEMU
+    never writes to our descriptors. A boot with KVM that does not reach userspace within
+    its deadline is stopped and retried with software emulation (unless KVM was forced),
+    and the outcome is cached (mprig.kvm). `timeout`: seconds for the whole run once
+    booted (None: no limit but the guest's heartbeats). VM boots are serialized
+    machine-wide with a lock on /tmp/mprig-vm.lock.
     """
+    tell = say or _say
     share = _new_share()
     try:
         status = share / "status"
-        (share / "run.sh").write_text(_guest_script(argv, status))
-        vng = _vng_argv(share, rwdirs, f"sh {share / 'run.sh'}", memory, cpus)
+        (share / "run.sh").write_text(_guest_script(argv, status, share))
+        exec_cmd = f"sh {share / 'run.sh'}"
         with boot_lock():
-            rc = _run_vng(vng, timeout, console, on_start)
+            rc = _boot(share, rwdirs, exec_cmd, (memory, cpus), timeout, console, on_start, tell)
         if not status.exists():
             raise MprigError(
                 f"the VM exited (vng status {rc}) before {argv[0]} finished; "
@@ -311,33 +330,88 @@ def run_in_vm(
         shutil.rmtree(share, ignore_errors=True)
 
 
-def _run_vng(
-    vng: list[str],
-    timeout: float,
+def _say(text: str) -> None:
+    print(f"mprig: {text}", file=sys.stderr, flush=True)
+
+
+def _boot(
+    share: Path,
+    rwdirs: Sequence[Path],
+    exec_cmd: str,
+    size: tuple[str, int],
+    timeout: float | None,
     console: Path | None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None,
+    say: Callable[[str], None],
 ) -> int:
+    """Boot with KVM unless it is known not to work, else (or after a failed KVM boot)
+    with software emulation."""
+    answer = kvm.answer()
+    if answer.usable is not False:
+        argv = _vng_argv(share, rwdirs, exec_cmd, *size, use_kvm=True)
+        limit = vmboot.env_seconds("MPRIG_VM_KVM_BOOT_TIMEOUT", KVM_BOOT_TIMEOUT)
+        say(f"booting the VM with KVM ({answer.reason}); giving up after {limit:.0f} s")
+        try:
+            rc = _attempt(argv, share, limit, timeout, console, on_start, say, "KVM")
+        except vmboot.BootFailed as e:
+            if answer.source == "override":
+                raise MprigError(f"{e}; KVM was forced (--kvm or {kvm.KVM_ENV}=1)") from None
+            kvm.record(False, str(e))
+            say(f"KVM is not usable here: {e}; booting again with software emulation")
+            answer = kvm.KvmAnswer(False, "KVM unusable here, see above", "probe")
+        else:
+            if answer.usable is None:
+                kvm.record(True, "a guest booted with KVM and ran a command")
+            return rc
+    argv = _vng_argv(share, rwdirs, exec_cmd, *size, use_kvm=False)
+    limit = vmboot.env_seconds("MPRIG_VM_BOOT_TIMEOUT", BOOT_TIMEOUT)
+    say(
+        f"booting the VM with software emulation ({answer.reason}): usually 25-50 s, "
+        f"giving up after {limit:.0f} s"
+    )
+    return _attempt(argv, share, limit, timeout, console, on_start, say, "software emulation")
+
+
+def _attempt(
+    vng: list[str],
+    share: Path,
+    boot_deadline: float,
+    timeout: float | None,
+    console: Path | None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None,
+    say: Callable[[str], None],
+    how: str,
+) -> int:
+    """One boot: vng on pipes of its own, watched by vmboot (readiness, heartbeats)."""
+    for stale in (share / vmboot.HEARTBEAT_FILE,):
+        stale.unlink(missing_ok=True)
+    log_path = console or share / "console.log"
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(open(console, "ab")) if console else None
+        log = stack.enter_context(open(log_path, "ab"))
         proc = subprocess.Popen(
             vng,
             stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT if out else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
             env=_host_env(),
         )
         stack.callback(_stop_watchdog, kill_group_with_parent(proc.pid))
+        assert proc.stdout is not None and proc.stderr is not None
+        out = vmboot.Console(log, to_log_only=console is not None)
+        out.start(proc.stdout, proc.stderr)
         if on_start:
             on_start(proc)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise MprigError(f"VM run timed out after {timeout:.0f} s") from None
-        except BaseException:
-            _kill_group(proc)
-            raise
+        stale_after = vmboot.env_seconds("MPRIG_VM_STALE_AFTER", STALE_AFTER)
+        watch = vmboot.Watch(
+            share,
+            boot_deadline=boot_deadline,
+            stale_after=stale_after,
+            timeout=timeout,
+            say=say,
+            how=how,
+        )
+        return vmboot.supervise(proc, out, watch)
 
 
 _WATCHDOG = (
@@ -367,10 +441,7 @@ def _stop_watchdog(watchdog: subprocess.Popen[bytes]) -> None:
     watchdog.wait()
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+_kill_group = vmboot.kill_group
 
 
 @dataclass(frozen=True)
@@ -399,7 +470,7 @@ class VmSession:
         memory: str = "2G",
         cpus: int = 2,
         rwdirs: Sequence[Path] = (),
-        timeout: float = 3600.0,
+        timeout: float | None = None,
         exit_with: int = 0,
     ) -> None:
         self.memory, self.cpus, self.rwdirs, self.timeout = memory, cpus, list(rwdirs), timeout
@@ -430,6 +501,7 @@ class VmSession:
                 timeout=self.timeout,
                 console=self.share / "console.log",
                 on_start=self._started,
+                say=self._note,
             )
         except BaseException as e:  # reported by the waiting side
             self._error = e
@@ -437,17 +509,22 @@ class VmSession:
     def _started(self, proc: subprocess.Popen[bytes]) -> None:
         self._proc = proc
 
+    def _note(self, text: str) -> None:
+        with open(self.share / "console.log", "a") as log:
+            log.write(f"mprig: {text}\n")
+
     def _alive(self) -> None:
         if self._thread is not None and not self._thread.is_alive():
             log = (self.share / "console.log").read_text(errors="replace")[-2000:]
             raise MprigError(f"the VM is gone ({self._error}); console tail: {log}")
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + BOOT_TIMEOUT + LOCK_WAIT
+        boots = KVM_BOOT_TIMEOUT + BOOT_TIMEOUT  # vmboot stops a boot that overruns
+        deadline = time.monotonic() + boots + LOCK_WAIT + 60
         while not (self.share / "ready").exists():
             self._alive()
             if time.monotonic() > deadline:
-                raise MprigError(f"the VM did not boot in {BOOT_TIMEOUT:.0f} s")
+                raise MprigError(f"the VM did not boot in {boots:.0f} s")
             time.sleep(0.2)
 
     def run(self, argv: Sequence[str], *, timeout: float = 120.0) -> VmResult:

@@ -27,19 +27,25 @@ def test_choose_mode_honours_no_vm_and_the_vm_itself(monkeypatch: pytest.MonkeyP
     assert vm.choose_mode("native") == ("native", "--no-vm given")
     monkeypatch.setenv(vm.IN_VM_ENV, "1")
     mode, why = vm.choose_mode("vm")
-    assert (mode, why.startswith("already inside the mprig VM")) == ("native", True)
+    assert (mode, why.startswith("inside the campaign VM")) == ("native", True)
     monkeypatch.delenv(vm.IN_VM_ENV)
     with pytest.raises(MprigError, match="rig mode must be auto, native or vm"):
         vm.choose_mode("fast")
 
 
 def test_guest_script_sets_the_environment_then_records_the_status() -> None:
-    script = vm._guest_script(["mprig", "run", "a b.yaml"], Path("/var/tmp/x/status"))
+    share = Path("/var/tmp/x")
+    script = vm._guest_script(["mprig", "run", "a b.yaml"], share / "status", share)
     lines = script.splitlines()
-    assert lines[0] == "#!/bin/sh"
+    assert lines[:2] == ["#!/bin/sh", "echo @@mprig-guest-up"]  # readiness comes first
     assert "export MPRIG_IN_VM=1" in lines
     assert "export HOME=/tmp" in lines
-    assert lines[-2:] == ["mprig run 'a b.yaml'", "echo $? > /var/tmp/x/status"]
+    assert lines[-4:] == [
+        "mprig run 'a b.yaml'",
+        "mprig_status=$?",
+        'kill "$mprig_heartbeat" 2>/dev/null',
+        'echo "$mprig_status" > /var/tmp/x/status',
+    ]
 
 
 def test_boot_lock_nests_instead_of_deadlocking(tmp_path: Path) -> None:
