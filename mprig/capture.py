@@ -5,7 +5,9 @@ Each tool has an argv builder here and a pure parser; the runner starts and stop
 
 from __future__ import annotations
 
+import itertools
 import re
+import statistics
 from dataclasses import dataclass
 
 SSH_PORT = 22  # the management SSH traffic is left out of every capture
@@ -52,18 +54,47 @@ def parse_tcpdump_exit(log: str) -> TcpdumpSummary:
     return TcpdumpSummary(**values)
 
 
-# The ss sampler: every 100 ms a `# <unix time>` header, then `ss -tinHM` filtered to the
-# traffic ports. A constant script: no campaign value reaches this shell.
+# The ss sampler: on a fixed schedule every $1 microseconds, a `# <unix time>` header, then
+# `ss -tinHM` filtered to the traffic ports. A constant script (no campaign value reaches
+# this shell) in which `ss` is the only program started per sample: the time comes from
+# $EPOCHREALTIME and the wait from `read -t` on a pipe nobody writes to, both bash builtins.
+# (`date` and `sleep` on top of `ss` cost 0.05-0.3 s each under VM emulation: the old
+# `date; ss; sleep 0.1` loop sampled every 0.5-0.8 s there, and 0.107 s natively.) Each
+# sample is due one interval after the previous one was due, not after it ended, so the
+# cost of a sample does not add up; a sampler more than SS_CATCH_UP intervals behind (a
+# stalled host) starts a new schedule rather than firing a burst, and a clock stepped back
+# does not make it wait longer than one interval.
+SS_CATCH_UP = 3
 SS_SCRIPT = (
-    "while :; do printf '# %s\\n' \"$(date +%s.%N)\"; "
+    "export LC_ALL=C; step=$1; exec 3<> <(:); due=${EPOCHREALTIME/./}; "
+    "while :; do printf '# %s\\n' \"$EPOCHREALTIME\"; "
     "ss -tinHM '( sport = :5201 or dport = :5201 or sport = :5202 or dport = :5202 )'; "
-    "sleep 0.1; done"
+    "now=${EPOCHREALTIME/./}; due=$((due + step)); "
+    f"[ $due -lt $((now - {SS_CATCH_UP} * step)) ] && due=$now; "
+    "[ $due -gt $((now + step)) ] && due=$((now + step)); "
+    "w=$((due - now)); [ $w -gt 0 ] || continue; us=$((1000000 + w % 1000000)); "
+    'read -t "$((w / 1000000)).${us#1}" -u 3; done'
 )
+SS_INTERVAL_S = 0.1  # the ss sampler's configured interval
 
 
-def ss_sampler_argv() -> list[str]:
+def ss_sampler_argv(interval_s: float = SS_INTERVAL_S) -> list[str]:
     """The ss sampler, run in the background on the sender; its stdout is the artifact."""
-    return ["sh", "-c", SS_SCRIPT]
+    return ["bash", "-c", SS_SCRIPT, "mprig-ss", str(round(interval_s * 1e6))]
+
+
+def ss_interval(samples: list[SsSample]) -> dict[str, float | int | None]:
+    """The interval the sampler achieved (run.json `capture.ss_interval`): median and 95th
+    percentile (nearest rank) of the gaps between sample timestamps, seconds."""
+    gaps = sorted(b.time - a.time for a, b in itertools.pairwise(samples))
+    median = statistics.median(gaps) if gaps else None
+    p95 = gaps[round(0.95 * (len(gaps) - 1))] if gaps else None
+    return {
+        "configured_s": SS_INTERVAL_S,
+        "median_s": None if median is None else round(median, 4),
+        "p95_s": None if p95 is None else round(p95, 4),
+        "samples": len(samples),
+    }
 
 
 @dataclass(frozen=True)

@@ -366,6 +366,7 @@ class Outcome:
     summary: dict[str, Any] = field(default_factory=dict)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # run.json `settings`
+    ss_interval: dict[str, Any] = field(default_factory=dict)  # the ss sampler's achieved interval
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
@@ -375,7 +376,21 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.traffic_s = traffic_stage(a, cmds)
     out.drops = stop_stage(a, cmds)
     fetch_stage(a)
+    out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
+
+
+def ss_interval(a: Attempt) -> dict[str, Any]:
+    """The interval the ss sampler achieved in this run (median, p95 of its samples)."""
+    name = bundle_name(commands.sender(a.run), "ss.txt")
+    try:
+        text = (a.staging / name).read_text(errors="replace")
+    except OSError:
+        return {}
+    try:
+        return capture.ss_interval(capture.parse_ss_samples(text))
+    except ValueError:  # a header that is not a time: the sampler was cut off mid-line
+        return {}
 
 
 def summarise(a: Attempt) -> dict[str, Any]:
@@ -627,8 +642,8 @@ def make_record(
         "links": [_link(link) for link in ctx.rig.paths],
         "server_addr": ctx.rig.server_addr,
         "traffic": run.traffic.model_dump(mode="json"),
-        "capture": {**cap, "kernel_drops": out.drops},
-        "flags": ["capture_drops"] if any(out.drops.values()) else [],
+        "capture": {**cap, "kernel_drops": out.drops, "ss_interval": out.ss_interval},
+        "flags": run_flags(out),
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         "hosts": hosts,
@@ -638,6 +653,16 @@ def make_record(
         "rig_mode": ctx.rig.mode,
     }
     return record
+
+
+def run_flags(out: Outcome) -> list[str]:
+    """capture_drops: tcpdump lost packets; ss_interval: the ss sampler's median interval
+    was more than 20 % over its configured one (cwnd and RTT series are coarser)."""
+    flags = ["capture_drops"] if any(out.drops.values()) else []
+    median, want = out.ss_interval.get("median_s"), out.ss_interval.get("configured_s")
+    if median is not None and want and median > 1.2 * want:
+        flags.append("ss_interval")
+    return flags
 
 
 def _link(link: Any) -> dict[str, str]:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mprig.errors import UsageError
 from reports import tables as tb
@@ -96,11 +97,27 @@ def environment(results: Results) -> list[dict[str, str]]:
         version = (bundle.get("mprig") or {}).get("version")
         if version:
             seen.setdefault("rig", {}).setdefault("mprig", set()).add(str(version))
+    if ss := ss_interval_text([(b.get("capture") or {}) for b in results.bundles.values()]):
+        seen.setdefault("rig", {})["ss interval"] = {ss}
     return [
         {"host": host, "item": item, "value": ", ".join(sorted(values))}
         for host, items in sorted(seen.items())
         for item, values in sorted(items.items(), key=lambda kv: (kv[0] != "kernel", kv[0]))
     ]
+
+
+def ss_interval_text(captures: list[dict[str, Any]]) -> str:
+    """The ss sampler's achieved interval over the runs (run.json `capture.ss_interval`):
+    `median 0.100-0.101 s, p95 up to 0.102 s (configured 0.1 s, 4 runs)`."""
+    got = [c["ss_interval"] for c in captures if (c.get("ss_interval") or {}).get("median_s")]
+    if not got:
+        return ""
+    medians, p95 = [g["median_s"] for g in got], max(g["p95_s"] for g in got)
+    want = ", ".join(sorted({f"{g['configured_s']:g}" for g in got}))
+    return (
+        f"median {min(medians):.3f}-{max(medians):.3f} s, p95 up to {p95:.3f} s "
+        f"(configured {want} s, {len(got)} runs)"
+    )
 
 
 def build(results: Results, plots: list[Plot], checks: list[Check]) -> Report:

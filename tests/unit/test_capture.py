@@ -45,6 +45,21 @@ def test_ss_samples() -> None:
     assert samples[0].sockets[4][0] == "mptcp ESTAB 2174439 0 127.0.0.1:35811 127.0.0.1:5399"
 
 
+def test_ss_interval_from_sample_times() -> None:
+    times = [100.0, 100.1, 100.2, 100.35, 100.45, 100.55]
+    text = "".join(f"# {t:.6f}\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n" for t in times)
+    got = capture.ss_interval(capture.parse_ss_samples(text))
+    assert got == {"configured_s": 0.1, "median_s": 0.1, "p95_s": 0.15, "samples": 6}
+    empty = {"configured_s": 0.1, "median_s": None, "p95_s": None, "samples": 1}
+    assert capture.ss_interval(capture.parse_ss_samples("\n".join(text.splitlines()[:2]))) == empty
+
+
+def test_ss_sampler_takes_its_interval_as_an_argument() -> None:
+    argv = capture.ss_sampler_argv(0.25)
+    assert argv == ["bash", "-c", capture.SS_SCRIPT, "mprig-ss", "250000"]
+    assert capture.ss_sampler_argv()[-1] == "100000"
+
+
 def test_nstat() -> None:
     text = (
         "#kernel\n"

@@ -66,7 +66,7 @@ def test_mptcp_download_full_command_list() -> None:
                     f"{d}/client/client.pcap", "not", "tcp", "port", "22"]),
         ("server", ["tcpdump", "-i", "any", "-n", "-U", "-s", "128", "-w",
                     f"{d}/server/server.pcap", "not", "tcp", "port", "22"]),
-        ("server", ["sh", "-c", commands.capture.SS_SCRIPT]),
+        ("server", commands.capture.ss_sampler_argv()),
         ("client", ["nstat", "-asz"]),
         ("server", ["nstat", "-asz"]),
         ("server", ["mptcpize", "run", "iperf3", "-s", "-1", "-J", "-B", "10.9.0.1", "-p",
