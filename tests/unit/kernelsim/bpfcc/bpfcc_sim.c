@@ -1,0 +1,321 @@
+/* mprig's BPF congestion controls (kernel-configs/bpf/<PROG>.c) compiled as ordinary C and
+ * driven by crafted ACK sequences through a model of the kernel's call sites (Linux 6.1
+ * net/ipv4/tcp_input.c, tcp_cong.c): the order in which the hooks run and what the kernel
+ * does between them. Built by tests/unit/test_bpfcc_logic.py with -DPROG=<name>; prints one
+ * line per scenario, which the test compares whole.
+ *
+ * Not a TCP: no segments, no timers, no PRR arithmetic. A scenario says what the kernel
+ * decided (an ACK of n packets, entering fast recovery, an RTO) and the model calls the
+ * hooks exactly as the kernel does at that point.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vmlinux.h"
+#include "bpf/bpf_helpers.h"
+
+__u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked);
+void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked);
+void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked);
+__u32 tcp_reno_undo_cwnd(struct sock *sk);
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#include STR(PROG.c)
+
+/* ---- maps: a few entries per map are enough for a scenario ---- */
+struct shim_entry {
+	void *map;
+	unsigned char key[16];
+	void *value;
+};
+static struct shim_entry shim_table[64];
+
+static struct shim_entry *shim_find(void *map, const void *key, unsigned int ksize)
+{
+	for (int i = 0; i < 64; i++)
+		if (shim_table[i].map == map && !memcmp(shim_table[i].key, key, ksize))
+			return &shim_table[i];
+	return NULL;
+}
+
+void *shim_map_lookup(void *map, const void *key, unsigned int ksize, unsigned int vsize)
+{
+	struct shim_entry *e = shim_find(map, key, ksize);
+
+	(void)vsize;
+	return e ? e->value : NULL;
+}
+
+long shim_map_update(void *map, const void *key, const void *value, unsigned int ksize,
+		     unsigned int vsize, __u64 flags)
+{
+	struct shim_entry *e = shim_find(map, key, ksize);
+
+	if (e && flags == BPF_NOEXIST)
+		return -17;
+	for (int i = 0; !e && i < 64; i++)
+		if (!shim_table[i].map) {
+			e = &shim_table[i];
+			e->map = map;
+			memcpy(e->key, key, ksize);
+			e->value = calloc(1, vsize);
+		}
+	if (!e)
+		return -7;
+	memcpy(e->value, value, vsize);
+	return 0;
+}
+
+long shim_map_delete(void *map, const void *key, unsigned int ksize)
+{
+	struct shim_entry *e = shim_find(map, key, ksize);
+
+	if (!e)
+		return -2;
+	free(e->value);
+	memset(e, 0, sizeof(*e));
+	return 0;
+}
+
+/* ---- the kfuncs: the kernel's own code (net/ipv4/tcp_cong.c, 6.1) ---- */
+__u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked)
+{
+	__u32 cwnd = min(tp->snd_cwnd + acked, tp->snd_ssthresh);
+
+	acked -= cwnd - tp->snd_cwnd;
+	tp->snd_cwnd = min(cwnd, tp->snd_cwnd_clamp);
+	return acked;
+}
+
+void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked)
+{
+	if (tp->snd_cwnd_cnt >= w) {
+		tp->snd_cwnd_cnt = 0;
+		tp->snd_cwnd++;
+	}
+	tp->snd_cwnd_cnt += acked;
+	if (tp->snd_cwnd_cnt >= w) {
+		__u32 delta = tp->snd_cwnd_cnt / w;
+
+		tp->snd_cwnd_cnt -= delta * w;
+		tp->snd_cwnd += delta;
+	}
+	tp->snd_cwnd = min(tp->snd_cwnd, tp->snd_cwnd_clamp);
+}
+
+static bool tcp_is_cwnd_limited(const struct sock *sk)
+{
+	if (sk->is_cwnd_limited)
+		return true;
+	if (sk->snd_cwnd < sk->snd_ssthresh)
+		return sk->snd_cwnd < 2 * sk->max_packets_out;
+	return false;
+}
+
+void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked)
+{
+	(void)ack;
+	if (!tcp_is_cwnd_limited(sk))
+		return;
+	if (sk->snd_cwnd < sk->snd_ssthresh) {
+		acked = tcp_slow_start(sk, acked);
+		if (!acked)
+			return;
+	}
+	tcp_cong_avoid_ai(sk, sk->snd_cwnd, acked);
+}
+
+__u32 tcp_reno_undo_cwnd(struct sock *sk)
+{
+	return max(sk->snd_cwnd, sk->prior_cwnd);
+}
+
+static __u32 tcp_reno_ssthresh(struct sock *sk)
+{
+	return max(sk->snd_cwnd >> 1U, 2U);
+}
+
+static struct tcp_congestion_ops reno_ops = {
+	.ssthresh = tcp_reno_ssthresh,
+	.cong_avoid = tcp_reno_cong_avoid,
+	.undo_cwnd = tcp_reno_undo_cwnd,
+	.name = "reno",
+};
+
+/* ---- the kernel's call sites ---- */
+struct flow {
+	struct sock sk;	/* first: the programs' sk */
+	struct tcp_congestion_ops *ops;
+	struct mptcp_subflow_context ctx;
+	__u32 high_seq, snd_nxt, in_flight;
+	bool undo_marker;
+	int retransmits;
+};
+
+static bool after(__u32 a, __u32 b)
+{
+	return (__s32)(a - b) > 0;
+}
+
+static void k_set_state(struct flow *f, __u8 state)	/* tcp_set_ca_state */
+{
+	if (f->ops->set_state)
+		f->ops->set_state(&f->sk, state);
+	f->sk.icsk_ca_state = state;
+}
+
+static void k_init(struct flow *f, struct tcp_congestion_ops *ops, struct sock *conn)
+{
+	memset(f, 0, sizeof(*f));
+	f->ops = ops;
+	f->sk.snd_cwnd = 10;
+	f->sk.snd_cwnd_clamp = ~0U;
+	f->sk.snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	f->sk.srtt_us = 20000 << 3;
+	f->ctx.conn = conn;
+	f->sk.is_mptcp = conn != NULL;
+	f->sk.icsk_ulp_data = conn ? &f->ctx : NULL;
+	if (ops->init)
+		ops->init(&f->sk);
+}
+
+/* The sender fills its window and an ACK of `acked` packets arrives (tcp_ack: in_ack_event,
+ * tcp_clean_rtx_queue -> pkts_acked, then tcp_cong_control -> cong_avoid outside recovery). */
+static void k_ack(struct flow *f, __u32 acked, __u64 now_us)
+{
+	struct ack_sample sample = { .pkts_acked = acked, .rtt_us = (__s32)(f->sk.srtt_us >> 3) };
+
+	f->sk.tcp_mstamp = now_us;
+	f->sk.max_packets_out = f->sk.snd_cwnd;
+	f->sk.is_cwnd_limited = true;
+	f->snd_nxt += acked;
+	f->sk.snd_una += acked;
+	if (f->ops->in_ack_event)
+		f->ops->in_ack_event(&f->sk, 0);
+	if (acked && f->ops->pkts_acked)
+		f->ops->pkts_acked(&f->sk, &sample);
+	/* tcp_cong_control: PRR in CWR and Recovery, cong_avoid otherwise (Loss included) */
+	if (f->sk.icsk_ca_state != TCP_CA_CWR && f->sk.icsk_ca_state != TCP_CA_Recovery &&
+	    f->ops->cong_avoid)
+		f->ops->cong_avoid(&f->sk, f->sk.snd_una, acked);
+}
+
+/* The third duplicate ACK: tcp_enter_recovery -> tcp_init_cwnd_reduction. */
+static void k_enter_recovery(struct flow *f)
+{
+	f->snd_nxt += f->sk.snd_cwnd;	/* a window is out beyond the hole */
+	f->high_seq = f->snd_nxt;
+	f->sk.snd_cwnd_cnt = 0;
+	f->sk.prior_cwnd = f->sk.snd_cwnd;
+	f->undo_marker = true;
+	f->sk.snd_ssthresh = f->ops->ssthresh(&f->sk);
+	k_set_state(f, TCP_CA_Recovery);
+}
+
+/* The ACK that covers high_seq: tcp_end_cwnd_reduction, then Open. */
+static void k_exit_recovery(struct flow *f)
+{
+	f->sk.snd_una = f->high_seq;
+	if (f->sk.snd_ssthresh < TCP_INFINITE_SSTHRESH && f->undo_marker)
+		f->sk.snd_cwnd = f->sk.snd_ssthresh;
+	k_set_state(f, TCP_CA_Open);
+}
+
+/* The retransmission timer fires: tcp_enter_loss (6.1, unchanged in 6.18). */
+static void k_rto(struct flow *f)
+{
+	__u8 state = f->sk.icsk_ca_state;
+
+	/* Reduce ssthresh if it has not yet been made inside this window. */
+	if (state <= TCP_CA_Disorder || !after(f->high_seq, f->sk.snd_una) ||
+	    (state == TCP_CA_Loss && !f->retransmits)) {
+		f->sk.prior_ssthresh = f->sk.snd_ssthresh;
+		f->sk.prior_cwnd = f->sk.snd_cwnd;
+		f->sk.snd_ssthresh = f->ops->ssthresh(&f->sk);
+		if (f->ops->cwnd_event)
+			f->ops->cwnd_event(&f->sk, CA_EVENT_LOSS);
+	}
+	f->sk.snd_cwnd = 1;	/* tcp_packets_in_flight() + 1: everything is marked lost */
+	f->sk.snd_cwnd_cnt = 0;
+	k_set_state(f, TCP_CA_Loss);
+	f->high_seq = f->snd_nxt;
+	f->retransmits++;
+}
+
+static void show(const char *scenario, struct flow *f)
+{
+	printf("%s %s: cwnd=%u ssthresh=%u\n", scenario, f->ops->name, f->sk.snd_cwnd,
+	       f->sk.snd_ssthresh);
+}
+
+/* Slow start from 10 to 100 packets (ssthresh stays infinite). */
+static void grow_to_100(struct flow *f, __u64 *now)
+{
+	while (f->sk.snd_cwnd < 100)
+		k_ack(f, min(f->sk.snd_cwnd, 100 - f->sk.snd_cwnd), *now += 20000);
+}
+
+/* Fast recovery that completes: the window PR-R keeps and Reno halves. */
+static void fast_recovery(struct tcp_congestion_ops *ops)
+{
+	struct flow f;
+	__u64 now = 1000000;
+
+	k_init(&f, ops, NULL);
+	grow_to_100(&f, &now);
+	k_enter_recovery(&f);
+	k_exit_recovery(&f);
+	show("fast-recovery", &f);
+}
+
+/* A timeout with no recovery under way: every program halves as Reno does. */
+static void rto_from_open(struct tcp_congestion_ops *ops)
+{
+	struct flow f;
+	__u64 now = 1000000;
+
+	k_init(&f, ops, NULL);
+	grow_to_100(&f, &now);
+	k_rto(&f);
+	show("rto-from-open", &f);
+}
+
+/* Fast recovery (3 dupACKs at cwnd 100), then the retransmission is lost too and the timer
+ * fires before the recovery point is acked: the kernel does not ask .ssthresh again (it
+ * assumes the recovery already reduced) and raises no CA_EVENT_LOSS; only .set_state(Loss)
+ * runs. Reno's ssthresh is 50 from the recovery; PR-R's RTO is Reno's ("the RTO response
+ * takes action as legacy TCP"), so its ssthresh must be 50 as well, not the kept 100. */
+static void rto_in_recovery(struct tcp_congestion_ops *ops, bool reordered)
+{
+	struct flow f;
+	__u64 now = 1000000;
+	const char *name = reordered ? "rto-in-recovery-reordered" : "rto-in-recovery";
+
+	k_init(&f, ops, NULL);
+	grow_to_100(&f, &now);
+	if (reordered) /* Linux counted a reordering event just before: door keeps the window */
+		f.sk.reord_seen++;
+	k_enter_recovery(&f);
+	k_ack(&f, 0, now += 20000);	/* dupACKs: nothing new acked */
+	k_rto(&f);
+	show(name, &f);
+	/* slow start after the timeout: up to ssthresh, then one packet per RTT */
+	for (int rtt = 0; rtt < 8; rtt++)
+		k_ack(&f, f.sk.snd_cwnd, now += 20000);
+	printf("%s+8rtt %s: cwnd=%u ssthresh=%u\n", name, ops->name, f.sk.snd_cwnd,
+	       f.sk.snd_ssthresh);
+}
+
+int main(void)
+{
+	struct tcp_congestion_ops *all[] = { &reno_ops, &PROG };
+
+	for (int i = 0; i < 2; i++) {
+		fast_recovery(all[i]);
+		rto_from_open(all[i]);
+		rto_in_recovery(all[i], false);
+		rto_in_recovery(all[i], true);
+	}
+	return 0;
+}
