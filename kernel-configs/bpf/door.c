@@ -130,6 +130,7 @@ SEC("struct_ops/door_set_state")
 void BPF_PROG(door_set_state, struct sock *sk, __u8 new_state)
 {
 	reno_halve_on_cwr(sk, new_state);
+	reno_halve_on_timeout_in_recovery(sk, new_state);
 }
 
 SEC("struct_ops/door_cong_avoid")

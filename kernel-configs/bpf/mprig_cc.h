@@ -63,6 +63,22 @@ static __always_inline void reno_halve_on_cwr(struct sock *sk, __u8 new_state)
 		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
 }
 
+/* For the same algorithms: a retransmission timeout inside a fast recovery that kept the
+ * window. tcp_enter_loss() asks .ssthresh and raises CA_EVENT_LOSS only when no reduction
+ * was made inside the current window; from Recovery (before the recovery point is acked)
+ * it does neither and keeps the recovery's ssthresh, i.e. the whole window for prr, which
+ * then slow-starts straight back to the window that overflowed the queue. Reno's ssthresh
+ * there is half the window before the recovery (tp->prior_cwnd, set on entering it); put
+ * that back when the state changes to Loss (tcp_set_ca_state() calls .set_state before it
+ * stores the new state, and after tcp_enter_loss() has set cwnd to 1 + in flight). */
+static __always_inline void reno_halve_on_timeout_in_recovery(struct sock *sk, __u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (new_state == TCP_CA_Loss && ca_state(sk) == TCP_CA_Recovery)
+		tp->snd_ssthresh = min(tp->snd_ssthresh, max(tp->prior_cwnd >> 1U, 2U));
+}
+
 /* With MPTCP subflows on the 6.18 kernel here, now and then none of a BPF algorithm's
  * hooks runs for an ACK on which the subflow enters fast recovery: ssthresh gets the low
  * half of a kernel text address (0x81104110) and PRR turns it into a cwnd of 10^8 to 10^9

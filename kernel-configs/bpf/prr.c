@@ -11,7 +11,8 @@
  * the two apart there. The RTO path is recognised by the CA_EVENT_LOSS
  * event that tcp_enter_loss() raises right after asking: there ssthresh is
  * set to half the window, as Reno does (tcp_enter_loss then sets cwnd to
- * 1 + packets in flight, i.e. 1). An ECN echo or local congestion (CWR
+ * 1 + packets in flight, i.e. 1). A timeout inside fast recovery gets no
+ * .ssthresh call and no event; .set_state(Loss) halves there (mprig_cc.h). An ECN echo or local congestion (CWR
  * state) also halves, as Reno does: only the loss-triggered fast recovery
  * is reordering-robust.
  */
@@ -36,6 +37,7 @@ SEC("struct_ops/prr_set_state")
 void BPF_PROG(prr_set_state, struct sock *sk, __u8 new_state)
 {
 	reno_halve_on_cwr(sk, new_state);
+	reno_halve_on_timeout_in_recovery(sk, new_state);
 }
 
 SEC("struct_ops/prr_cong_avoid")
