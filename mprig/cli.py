@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from mprig import __version__
-from mprig.errors import MprigError
+from mprig.errors import MprigError, error_lines
 
 # Modules that register subcommands, in the order `mprig --help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MprigError as e:
-        print(f"mprig: error: {e}", file=sys.stderr)
+        for line in error_lines(e):
+            print(f"mprig: error: {line}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("mprig: interrupted", file=sys.stderr)

@@ -99,10 +99,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mprig import plan, spec, vm
+    from mprig import judge, vm
 
-    campaign = spec.load_campaign(args.file)
-    runs = plan.expand(campaign)
+    campaign, runs = judge.plan_file(args.file)  # the checks `mprig validate` makes
     results = Path(args.results).resolve() / campaign.name
     results.mkdir(parents=True, exist_ok=True)
     lab = campaign.rig.inventory != "virtual"

@@ -9,9 +9,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mprig.cmd_run import DEFAULT_RIG
-from mprig.errors import SpecError
-from mprig.plan import Run, expand, run_count
-from mprig.spec import load_campaign
+from mprig.errors import SpecError, error_lines, escape
+from mprig.judge import plan_file, run_time_checks
+from mprig.plan import Run
 
 if TYPE_CHECKING:
     from mprig.rig.host import PathLink
@@ -77,23 +77,24 @@ def register(subparsers: Any) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    """Print `OK <file>: N runs` per valid file, one error line per invalid one."""
+    """Print `OK <file>: N runs` and what is left to the rig per valid file, and every
+    error of an invalid one (one line each): the checks `mprig run` makes before it starts."""
     status = 0
     for name in args.files:
         try:
-            campaign = load_campaign(name)
+            campaign, runs = plan_file(name)
         except SpecError as e:
-            print(f"mprig: error: {e}", file=sys.stderr)
+            for line in error_lines(e):
+                print(f"mprig: error: {line}", file=sys.stderr)
             status = e.exit_code
             continue
-        count = run_count(campaign)
-        print(f"OK {name}: {count} run{'s' if count != 1 else ''}")
+        print(f"OK {escape(name)}: {len(runs)} run{'s' if len(runs) != 1 else ''}")
+        print(f"  checked at run time: {'; '.join(run_time_checks(campaign, runs))}")
     return status
 
 
 def plan(args: argparse.Namespace) -> int:
-    campaign = load_campaign(args.file)
-    runs = expand(campaign)
+    campaign, runs = plan_file(args.file)
     try:
         _print_plan(args, runs, campaign.rig.inventory)
     except BrokenPipeError:  # `mprig plan X | head`: the reader left, which is fine

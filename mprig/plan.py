@@ -10,7 +10,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mprig.spec import Campaign, Capture, Path, Traffic, Variant, apply_point, sweep_points
+from pydantic import ValidationError
+
+from mprig.spec import (
+    Campaign,
+    Capture,
+    Path,
+    SpecIssue,
+    Traffic,
+    Variant,
+    apply_point,
+    describe_validation,
+    sweep_points,
+)
+
+MAX_LISTED = 10  # sweep points named per problem; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -33,17 +47,66 @@ def expand(campaign: Campaign) -> list[Run]:
 
     Sequential order is repetition (outermost), then sweep point, then variant, so that
     each repetition is a full pass and slow drifts of the rig spread over every variant.
+    Raises SpecIssue (at the sweep) naming the points whose values do not fit together,
+    and the points that repeat another's runs (same parameters, same run id).
     """
-    points = [(point, apply_point(campaign, point)) for point in sweep_points(campaign.sweep)]
+    points = _applied_points(campaign)
     shared = [_canonical(applied, point) for point, applied in points]
     runs: list[Run] = []
     for repetition in range(1, campaign.repetitions + 1):
         for (point, applied), common in zip(points, shared, strict=True):
             for variant in applied.variants:
                 runs.append(_run(applied, variant, point, repetition, common))
+    _check_unique(runs)
     if campaign.order == "shuffle":
         random.Random(campaign.seed).shuffle(runs)
     return [dataclasses.replace(run, index=i) for i, run in enumerate(runs)]
+
+
+def _applied_points(campaign: Campaign) -> list[tuple[dict[str, Any], Campaign]]:
+    """Every sweep point with the campaign it makes; SpecIssue for points that do not fit."""
+    points: list[tuple[dict[str, Any], Campaign]] = []
+    bad: dict[str, list[str]] = {}
+    for point in sweep_points(campaign.sweep):
+        try:
+            points.append((point, apply_point(campaign, point)))
+        except ValidationError as e:
+            bad.setdefault(describe_validation(e), []).append(point_text(point))
+    if bad:
+        issues = [(("sweep",), points_message(problem, pts)) for problem, pts in bad.items()]
+        raise SpecIssue.of(issues)
+    return points
+
+
+def _check_unique(runs: list[Run]) -> None:
+    """Two runs with one id would share a bundle: a zip sweep that lists a point twice."""
+    seen: dict[str, Run] = {}
+    repeated: dict[str, None] = {}
+    for run in runs:
+        if run.run_id in seen:
+            repeated[point_text(run.point)] = None
+        seen[run.run_id] = run
+    if repeated:
+        problem = (
+            "the same runs as another point (same parameters, same run ids);"
+            " make every point differ"
+        )
+        raise SpecIssue(("sweep",), points_message(problem, list(repeated)))
+
+
+def point_text(point: dict[str, Any]) -> str:
+    """`(paths.wifi.delay_ms=5, variants.cc=reno)`: a sweep point as messages show it."""
+    return "(" + ", ".join(f"{k}={_cell(v)}" for k, v in point.items()) + ")"
+
+
+def _cell(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def points_message(problem: str, points: list[str]) -> str:
+    shown = "; ".join(points[:MAX_LISTED])
+    more = f" and {len(points) - MAX_LISTED} more" if len(points) > MAX_LISTED else ""
+    return f"{'point' if len(points) == 1 else 'points'} {shown}{more}: {problem}"
 
 
 def run_count(campaign: Campaign) -> int:

@@ -14,7 +14,9 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from mprig.errors import UsageError
+from mprig.errors import UsageError, escape
+
+__all__ = ["NotRegularFile", "check_regular", "escape", "open_regular", "read_regular"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -74,24 +76,3 @@ def check_regular(path: str | os.PathLike[str], what: str = "file") -> Path:
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"{escape(os.fspath(path))}: {what} is {kind_of(mode)}")
     return Path(path)
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
-
-
-def escape(text: str) -> str:
-    """`text` with control characters (C0, DEL, C1, line and paragraph separators) written
-    as escapes (`\\n`, `\\e`, `\\x07`, `\\u2028`), so input echoed in a message cannot
-    start a new line, move the cursor or change colours."""
-    if text.isprintable():
-        return text
-    return "".join(_escape_char(c) for c in text)
-
-
-def _escape_char(c: str) -> str:
-    if c.isprintable() or c == " ":
-        return c
-    if c in _ESCAPES:
-        return _ESCAPES[c]
-    code = ord(c)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -11,28 +11,37 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
 
-from mprig.errors import SpecError
+from mprig import presets, sysctl_keys
+from mprig.errors import SpecError, UsageError
+from mprig.safeio import NotRegularFile, read_regular
 
 MAX_RUNS = 100_000  # plan size cap: a campaign expanding to more runs is an error
 MAX_FILE_BYTES = 64 * 1024  # a campaign file is small; larger input is refused unread
 MAX_DEPTH = 32  # YAML nesting depth limit (campaigns need about 5)
+MAX_DIGITS = 30  # a number written with more digits is refused before it is converted
+# Link header (Linux cooked SLL2 of `tcpdump -i any`: 20) + IPv4 header with options (up to
+# 60; IPv6 is 40) + TCP header with the full 40 bytes of options (60): the DSS option is
+# always in the capture, whatever other options precede it.
+MIN_SNAPLEN = 20 + 60 + 60
 
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
 """A path or variant name: lower case, digits, underscore; safe in ids, files and shells."""
@@ -52,7 +61,16 @@ def _scalar_to_str(value: object) -> object:
     return value
 
 
-SysctlKey = Annotated[str, Field(pattern=r"^(net|vm)\.[a-z0-9_.]+$", max_length=128)]
+def _settable_sysctl(key: str) -> str:
+    problem = sysctl_keys.key_problem(key)
+    if problem:
+        raise ValueError(problem)
+    return key
+
+
+SysctlKey = Annotated[
+    str, Field(pattern=r"^[a-z][a-z0-9_.]*$", max_length=128), AfterValidator(_settable_sysctl)
+]
 SysctlValue = Annotated[
     str,
     BeforeValidator(_scalar_to_str),
@@ -63,7 +81,7 @@ PATTERN_HELP = {
     r"^[a-z][a-z0-9_]{0,15}$": "a lower-case letter, then up to 15 of a-z 0-9 _",
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$": "a letter or digit, then up to 63 of A-Z a-z 0-9 _ . -",
     r"^[a-z][a-z0-9_]{0,31}$": "a lower-case letter, then up to 31 of a-z 0-9 _",
-    r"^(net|vm)\.[a-z0-9_.]+$": "a sysctl under net. or vm. (a-z 0-9 _ .)",
+    r"^[a-z][a-z0-9_.]*$": "a sysctl name (a-z 0-9 _ .)",
     r"^[A-Za-z0-9 _.:,/-]*$": "letters, digits, spaces and _ . : , / -",
 }
 
@@ -74,24 +92,55 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class SpecIssue(ValueError):
-    """A validator's complaint about a location below the model that raised it."""
+Loc = tuple[str | int, ...]
 
-    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+
+class SpecIssue(ValueError):
+    """A validator's complaint about a location below the model that raised it; `issues`
+    holds every complaint (loc, message) when a check found several."""
+
+    def __init__(self, loc: Loc, message: str, more: tuple[tuple[Loc, str], ...] = ()) -> None:
         super().__init__(message)
         self.loc, self.message = loc, message
+        self.issues: tuple[tuple[Loc, str], ...] = ((loc, message), *more)
+
+    @classmethod
+    def of(cls, issues: Sequence[tuple[Loc, str]]) -> SpecIssue:
+        """One SpecIssue carrying several (at least one)."""
+        (loc, message), *more = issues
+        return cls(loc, message, tuple(more))
+
+
+# Why each bound is where it is: shown with the allowed range in error messages.
+_RATE = "100 Gbit/s is beyond any link a rig or netem carries"
+_DELAY = "10 s one way is beyond any real path, satellite included"
+_PCT = "a percentage of packets"
+_LIMIT = "a million 1500-byte packets is 1.5 GB of queue memory per direction"
+_DISTANCE = "the 802.11 model's range; links die within a few hundred metres"
+_BUFFER = "4096 is the kernel's minimum buffer; 1 GiB its largest window"
+_DURATION = (
+    "iperf3 counts whole seconds and treats -t 0 as forever; a bulk transfer must end within it"
+)
+_OMIT = "an hour of warm-up"
+_BYTES = "1 TiB"
+_SNAPLEN = (
+    "Linux cooked header 20 + IPv4 header up to 60 + TCP header with the full 40 bytes of"
+    " options 60, so every MPTCP option (DSS) is captured"
+)
+_REPETITIONS = "with sweep points and variants, a plan has at most 100000 runs"
+_SEED = "a 32-bit seed"
 
 
 class Direction(StrictModel):
     """Impairment of one direction of a path (applied with tc netem on its router)."""
 
-    rate_mbit: float = Field(gt=0, le=100_000)  # bottleneck rate, Mbit/s
-    delay_ms: float = Field(default=0, ge=0, le=10_000)  # one-way delay, ms
-    jitter_ms: float = Field(default=0, ge=0, le=10_000)  # delay jitter, ms
-    loss_pct: float = Field(default=0, ge=0, le=100)  # random loss, percent of packets
+    rate_mbit: float = Field(gt=0, le=100_000, description=_RATE)  # bottleneck rate, Mbit/s
+    delay_ms: float = Field(default=0, ge=0, le=10_000, description=_DELAY)  # one-way delay
+    jitter_ms: float = Field(default=0, ge=0, le=10_000, description=_DELAY)  # delay jitter
+    loss_pct: float = Field(default=0, ge=0, le=100, description=_PCT)  # random loss
     # percent of packets netem sends at once, ahead of the delayed ones (needs delay_ms > 0)
-    reorder_pct: float = Field(default=0, ge=0, le=100)
-    limit_pkts: int = Field(default=1000, ge=1, le=1_000_000)  # netem queue limit, packets
+    reorder_pct: float = Field(default=0, ge=0, le=100, description=_PCT)
+    limit_pkts: int = Field(default=1000, ge=1, le=1_000_000, description=_LIMIT)  # packets
 
     @model_validator(mode="after")
     def _reorder_needs_delay(self) -> Direction:
@@ -116,8 +165,20 @@ class Path(StrictModel):
     kind: Literal["wifi", "cellular", "wired"]  # decides the client interface name
     down: Direction  # server -> client direction
     up: Direction  # client -> server direction
-    distance_m: float | None = Field(default=None, gt=0, le=10_000)  # wifi: distance to the AP
+    # wifi: distance to the AP
+    distance_m: float | None = Field(default=None, gt=0, le=10_000, description=_DISTANCE)
     wifi_standard: Literal["11b", "11g"] | None = None  # wifi: PHY used by the channel model
+
+    @model_validator(mode="after")
+    def _wifi_fields(self) -> Path:
+        issues: list[tuple[Loc, str]] = [
+            ((key,), f"is for Wi-Fi paths (the 802.11 channel model); this path is {self.kind}")
+            for key in ("distance_m", "wifi_standard")
+            if self.kind != "wifi" and getattr(self, key) is not None
+        ]
+        if issues:
+            raise SpecIssue.of(issues)
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -146,8 +207,33 @@ class Variant(StrictModel):
     path_manager: Literal["kernel", "userspace", "rbpm"] = "kernel"
     recovery: Token | None = None  # reordering-recovery preset (nopr, dsack, frto, eifel)
     sysctls: dict[SysctlKey, SysctlValue] = Field(default_factory=dict)  # client and server
-    rmem: int | None = Field(default=None, ge=4096, le=1 << 30)  # receive buffer max, bytes
-    wmem: int | None = Field(default=None, ge=4096, le=1 << 30)  # send buffer max, bytes
+    # receive and send buffer max, bytes
+    rmem: int | None = Field(default=None, ge=4096, le=1 << 30, description=_BUFFER)
+    wmem: int | None = Field(default=None, ge=4096, le=1 << 30, description=_BUFFER)
+
+    @field_validator("recovery")
+    @classmethod
+    def _known_recovery(cls, value: str | None) -> str | None:
+        if value is not None and value not in presets.RECOVERY_PRESETS:
+            known = ", ".join(presets.RECOVERY_PRESETS)
+            raise ValueError(f"unknown recovery preset {value!r}; known: {known}")
+        return value
+
+    @field_validator("cc")
+    @classmethod
+    def _cc_exists(cls, value: str) -> str:
+        cc = presets.CC_PRESETS.get(value)
+        if cc is not None and cc.algorithm is None:
+            raise ValueError(f"cc {value!r} ({cc.paper_name}): {cc.note}")
+        return value
+
+    @model_validator(mode="after")
+    def _recovery_cc(self) -> Variant:
+        try:
+            presets.check_recovery_cc(self.recovery, self.cc)
+        except UsageError as e:
+            raise SpecIssue(("recovery",), str(e)) from None
+        return self
 
     @model_validator(mode="after")
     def _protocol_fields(self) -> Variant:
@@ -167,16 +253,33 @@ class Traffic(StrictModel):
 
     tool: Literal["iperf3", "bulk"] = "iperf3"
     direction: Literal["download", "upload"] = "download"  # download: server sends
-    duration_s: float = Field(default=10, gt=0, le=86_400)  # iperf3 -t
-    omit_s: float = Field(default=0, ge=0, le=3_600)  # iperf3 -O
-    bytes: int | None = Field(default=None, gt=0, le=1 << 40)  # bulk: size, sha256 checked
+    # iperf3 -t; bulk: the transfer's deadline
+    duration_s: float = Field(default=10, ge=1, le=86_400, description=_DURATION)
+    omit_s: float = Field(default=0, ge=0, le=3_600, description=_OMIT)  # iperf3 -O
+    # bulk: size, sha256 checked
+    bytes: int | None = Field(default=None, gt=0, le=1 << 40, description=_BYTES)
 
     @model_validator(mode="after")
     def _tool_fields(self) -> Traffic:
         if self.tool == "bulk" and self.bytes is None:
             raise SpecIssue(("bytes",), "tool bulk needs `bytes: <size>`")
-        if self.tool == "iperf3" and self.omit_s >= self.duration_s:
-            raise SpecIssue(("omit_s",), f"must be < duration_s ({self.duration_s:g})")
+        if self.tool == "iperf3":
+            issues = [
+                (
+                    (key,),
+                    f"iperf3 counts whole seconds (-{flag} {value:g} would run"
+                    f" {int(value)} s); use a whole number",
+                )
+                for key, flag, value in (
+                    ("duration_s", "t", self.duration_s),
+                    ("omit_s", "O", self.omit_s),
+                )
+                if not float(value).is_integer()
+            ]
+            if self.omit_s >= self.duration_s:
+                issues.append((("omit_s",), f"must be < duration_s ({self.duration_s:g})"))
+            if issues:
+                raise SpecIssue.of(issues)
         return self
 
 
@@ -185,7 +288,8 @@ class Capture(StrictModel):
 
     enabled: bool = True
     hosts: tuple[Literal["client", "server"], ...] = ("client", "server")
-    snaplen: int = Field(default=200, ge=96, le=262_144)  # bytes kept per packet
+    # bytes kept per packet
+    snaplen: int = Field(default=200, ge=MIN_SNAPLEN, le=262_144, description=_SNAPLEN)
 
     @model_validator(mode="after")
     def _hosts(self) -> Capture:
@@ -258,16 +362,21 @@ class Campaign(StrictModel):
     sweep: Sweep | None = None
     traffic: Traffic = Traffic()
     capture: Capture = Capture()
-    repetitions: int = Field(default=1, ge=1, le=1000)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    repetitions: int = Field(default=1, ge=1, le=1000, description=_REPETITIONS)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1, description=_SEED)
     order: Literal["sequential", "shuffle"] = "sequential"
     references: tuple[str, ...] = ()  # reports/references entries this campaign reproduces
+    _source: Source | None = PrivateAttr(default=None)  # file and lines, when read from one
 
     @model_validator(mode="after")
     def _cross_references(self) -> Campaign:
-        _check_unique("paths", [p.name for p in self.paths])
-        _check_unique("variants", [v.name for v in self.variants])
-        _check_variant_refs(self.variants, [p.name for p in self.paths])
+        issues = [
+            *_unique_issues("paths", [p.name for p in self.paths]),
+            *_unique_issues("variants", [v.name for v in self.variants]),
+            *_variant_ref_issues(self.variants, [p.name for p in self.paths]),
+        ]
+        if issues:
+            raise SpecIssue.of(issues)
         if self.sweep is not None:
             _check_sweep(self, self.sweep)
         return self
@@ -276,56 +385,77 @@ class Campaign(StrictModel):
 # ---------------------------------------------------------------- cross-reference checks
 
 
-def _check_unique(section: str, names: list[str]) -> None:
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise SpecIssue((section, i, "name"), f"duplicate name {name!r}")
+def _unique_issues(section: str, names: list[str]) -> list[tuple[Loc, str]]:
+    return [
+        ((section, i, "name"), f"duplicate name {name!r}")
+        for i, name in enumerate(names)
+        if name in names[:i]
+    ]
+
+
+def _variant_ref_issues(
+    variants: tuple[Variant, ...], path_names: list[str]
+) -> list[tuple[Loc, str]]:
+    known = ", ".join(path_names)
+    issues: list[tuple[Loc, str]] = []
+    for i, v in enumerate(variants):
+        if v.path is not None and v.path not in path_names:
+            issues.append((("variants", i, "path"), f"no path named {v.path!r}; paths: {known}"))
+        missing = [name for name in v.paths or () if name not in path_names]
+        if missing:
+            msg = f"no path named {missing[0]!r}; paths: {known}"
+            issues.append((("variants", i, "paths"), msg))
+        elif v.paths is not None and len(set(v.paths)) != len(v.paths):
+            issues.append((("variants", i, "paths"), "names a path twice"))
+    return issues
 
 
 def _check_variant_refs(variants: tuple[Variant, ...], path_names: list[str]) -> None:
-    known = ", ".join(path_names)
-    for i, v in enumerate(variants):
-        if v.path is not None and v.path not in path_names:
-            raise SpecIssue(("variants", i, "path"), f"no path named {v.path!r}; paths: {known}")
-        for name in v.paths or ():
-            if name not in path_names:
-                msg = f"no path named {name!r}; paths: {known}"
-                raise SpecIssue(("variants", i, "paths"), msg)
-        if v.paths is not None and len(set(v.paths)) != len(v.paths):
-            raise SpecIssue(("variants", i, "paths"), "names a path twice")
+    issues = _variant_ref_issues(variants, path_names)
+    if issues:
+        raise SpecIssue.of(issues)
 
 
 def _check_sweep(campaign: Campaign, sweep: Sweep) -> None:
     checked: dict[str, tuple[AxisValue, ...]] = {}
+    issues: list[tuple[Loc, str]] = []
     for key, spec in sweep.axes.items():
-        loc: tuple[str | int, ...] = ("sweep", "axes", key)
+        loc: Loc = ("sweep", "axes", key)
         try:
             parse_axis(key, campaign)
             values = axis_values(spec)
         except ValueError as e:
-            raise SpecIssue(loc, str(e)) from None
+            issues.append((loc, str(e)))
+            continue
         if sweep.mode == "cartesian" and len(set(values)) != len(values):
-            raise SpecIssue(loc, "lists a value twice")
+            issues.append((loc, "lists a value twice"))
         checked[key] = values
+    if issues:
+        raise SpecIssue.of(issues)
     _check_sweep_size(campaign, sweep, [len(v) for v in checked.values()])
     for key, values in checked.items():
         # A range's values share its type and lie between its ends: its first two values
         # and its last stand for all of them.
         sample = values if not isinstance(sweep.axes[key], Range) else values[:2] + values[-1:]
-        for value in sample:
-            _check_axis_value(campaign, key, value, ("sweep", "axes", key))
+        issue = next(
+            (i for v in sample if (i := _axis_value_issue(campaign, key, v)) is not None), None
+        )
+        if issue is not None:
+            issues.append((("sweep", "axes", key), issue))
+    if issues:
+        raise SpecIssue.of(issues)
 
 
-def _check_axis_value(
-    campaign: Campaign, key: str, value: AxisValue, loc: tuple[str | int, ...]
-) -> None:
+def _axis_value_issue(campaign: Campaign, key: str, value: AxisValue) -> str | None:
+    """Why one value of an axis does not fit its field, or None."""
     try:
         applied = apply_point(campaign, {key: value})
         _check_variant_refs(applied.variants, [p.name for p in applied.paths])
     except ValidationError as e:
-        raise SpecIssue(loc, f"value {value!r}: {describe_validation(e)}") from None
+        return f"value {_show(value)}: {describe_validation(e)}"
     except SpecIssue as e:
-        raise SpecIssue(loc, f"value {value!r}: {e.message}") from None
+        return f"value {_show(value)}: {e.message}"
+    return None
 
 
 def _check_sweep_size(campaign: Campaign, sweep: Sweep, lengths: list[int]) -> None:
@@ -401,7 +531,7 @@ def _parse_variant_axis(rest: str, names: list[str]) -> Axis:
     target = head if head in names and tail else None
     field = tail if target else rest
     fname, _, sysctl = field.partition(".")
-    if fname == "sysctls" and re.fullmatch(r"(net|vm)\.[a-z0-9_.]+", sysctl):
+    if fname == "sysctls" and re.fullmatch(r"[a-z][a-z0-9_.]*", sysctl):
         return Axis("variants", target, None, fname, sysctl)
     if fname in VARIANT_AXIS_FIELDS and not sysctl:
         return Axis("variants", target, None, fname)
@@ -420,14 +550,23 @@ def axis_values(spec: tuple[AxisValue, ...] | Range) -> tuple[AxisValue, ...]:
         return spec
     if spec.stop < spec.start:
         raise ValueError(f"range stop {spec.stop:g} is below start {spec.start:g}")
-    count = math.floor((spec.stop - spec.start) / spec.step + 1e-9) + 1
-    if count > MAX_RUNS:
-        raise ValueError(f"range has {count} values; the limit is {MAX_RUNS}")
-    return tuple(_tidy(round(spec.start + i * spec.step, 9)) for i in range(count))
+    # In floats, stop - start can overflow to inf and a tiny step can make the count
+    # inf: compare before converting to an int.
+    steps = (spec.stop - spec.start) / spec.step
+    if not steps < MAX_RUNS:
+        raise ValueError(
+            f"range from {spec.start:g} to {spec.stop:g} step {spec.step:g} has more than"
+            f" {MAX_RUNS} values; the limit is {MAX_RUNS}"
+        )
+    count = math.floor(steps + 1e-9) + 1
+    values = tuple(_tidy(round(spec.start + i * spec.step, 9)) for i in range(count))
+    if len(set(values)) != len(values):
+        raise ValueError(f"range step {spec.step:g} is below the 1e-9 resolution of its values")
+    return values
 
 
 def _tidy(value: float) -> AxisValue:
-    return int(value) if value.is_integer() else value
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
 def sweep_points(sweep: Sweep | None) -> list[dict[str, AxisValue]]:
@@ -503,13 +642,19 @@ class _YamlProblem(Exception):
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_LONG_NUMBER = re.compile(r"[-+]?[0-9_.,:]*[0-9][0-9_.,:eE+-]*")
+
+
 def _scan_events(text: str) -> None:
-    """Refuse aliases (no alias bombs) and deep nesting before anything is composed."""
+    """Refuse aliases (no alias bombs), deep nesting and numbers too long to convert (a
+    5000-digit integer) before anything is composed."""
     depth = 0
     for event in yaml.parse(text, Loader=_LOADER):
         line = event.start_mark.line + 1 if event.start_mark else None
         if isinstance(event, yaml.AliasEvent):
             raise _YamlProblem(line, "YAML aliases (*name) are not allowed; write the value out")
+        if isinstance(event, yaml.ScalarEvent) and not event.style:
+            _check_number_length(event.value, line)
         if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
@@ -518,12 +663,23 @@ def _scan_events(text: str) -> None:
             depth -= 1
 
 
+def _check_number_length(value: str, line: int | None) -> None:
+    digits = sum(c.isdigit() for c in value)
+    if digits > MAX_DIGITS and _LONG_NUMBER.fullmatch(value):
+        msg = f"number with {digits} digits; numbers in a campaign have at most {MAX_DIGITS}"
+        raise _YamlProblem(line, msg)
+
+
 def load_campaign(path: str | FsPath) -> Campaign:
-    """Read and validate a campaign file; SpecError (one line, file:line) if invalid."""
+    """Read and validate a campaign file; SpecError (file:line per error) if invalid.
+
+    Only a regular file is read: a FIFO, a device or a directory is refused unopened.
+    """
     name = str(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        raw = read_regular(path, MAX_FILE_BYTES, "campaign file")
+    except NotRegularFile as e:
+        raise SpecError(name, None, "", str(e).removeprefix(f"{name}: ")) from None
     except OSError as e:
         raise SpecError(name, None, "", f"cannot read the file: {e.strerror}") from None
     return parse_campaign(raw, name)
@@ -536,9 +692,11 @@ def parse_campaign(text: str | bytes, filename: str = "<campaign>") -> Campaign:
     except _YamlProblem as e:
         raise SpecError(filename, e.line, "", _one_line(e.message)) from None
     try:
-        return Campaign.model_validate(data)
+        campaign = Campaign.model_validate(data)
     except ValidationError as e:
         raise _spec_error(e, filename, lines, data) from None
+    campaign._source = Source(filename, lines, data)
+    return campaign
 
 
 def _decode(text: str | bytes) -> str:
@@ -636,17 +794,72 @@ def _children(
 # ---------------------------------------------------------------- validation messages
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a campaign came from: its file name, the line of every key, the raw data
+    (later stages, such as the plan, name file:line with it)."""
+
+    filename: str
+    lines: dict[Loc, int]  # location (keys and list indexes) -> 1-based line
+    data: Any  # the YAML as constructed, before validation
+
+
 def _spec_error(
     e: ValidationError, filename: str, lines: dict[tuple[str | int, ...], int], data: Any
 ) -> SpecError:
-    err = e.errors(include_url=False)[0]
-    loc = _clean_loc(err["loc"])
-    issue = (err.get("ctx") or {}).get("error")
-    if isinstance(issue, SpecIssue):
-        loc, message = loc + issue.loc, issue.message
-    else:
-        message = _describe(err, loc)
-    return SpecError(filename, _line_for(loc, lines), _field_name(loc, data), _one_line(message))
+    issues: list[tuple[Loc, str]] = []
+    errs = e.errors(include_url=False)
+    for err in errs:
+        loc = _clean_loc(err["loc"])
+        if err["type"] == "too_short" and _has_inner(errs, loc):
+            continue  # pydantic counts a tuple's invalid items as missing: said below
+        issue = (err.get("ctx") or {}).get("error")
+        if isinstance(issue, SpecIssue):
+            issues += [(loc + sub, message) for sub, message in issue.issues]
+        else:
+            issues.append((loc, _describe(err, loc)))
+    return issues_error(Source(filename, lines, data), issues)
+
+
+def _has_inner(errs: list[Any], loc: Loc) -> bool:
+    """Whether another error lies below `loc`."""
+    return any(
+        len(inner := _clean_loc(other["loc"])) > len(loc) and inner[: len(loc)] == loc
+        for other in errs
+    )
+
+
+def issues_error(source: Source, issues: list[tuple[Loc, str]]) -> SpecError:
+    """One SpecError listing every issue, by line, each as `file:line: field: message`."""
+    located = dict.fromkeys((_as_written(loc, source.lines), message) for loc, message in issues)
+    errors = [
+        SpecError(
+            source.filename,
+            _line_for(loc, source.lines),
+            _field_name(loc, source.data),
+            _one_line(message),
+        )
+        for loc, message in located
+    ]
+    errors.sort(key=lambda one: one.line or 0)
+    return SpecError.many(errors)
+
+
+def _as_written(loc: Loc, lines: dict[Loc, int]) -> Loc:
+    """`paths.<i>.rate_mbit` for a direction's field that the file gives at path level (the
+    shorthand for both directions): one message, not one per direction."""
+    if len(loc) == 4 and loc[0] == "paths" and loc[2] in ("down", "up") and loc not in lines:
+        shorthand = (loc[0], loc[1], loc[3])
+        if shorthand in lines:
+            return shorthand
+    return loc
+
+
+def campaign_error(campaign: Campaign, issues: list[tuple[Loc, str]]) -> SpecError:
+    """A SpecError for issues a later stage (the plan, the run's commands) found in a
+    campaign: with file:line when the campaign was read from a file."""
+    source = campaign._source or Source("<campaign>", {}, campaign.model_dump(mode="json"))
+    return issues_error(source, issues)
 
 
 def describe_validation(e: ValidationError, root: type[BaseModel] | None = None) -> str:
@@ -758,7 +971,8 @@ def _bounds(loc: tuple[str | int, ...], root: type[BaseModel]) -> str:
         for attr in ops
         if isinstance(getattr(m, attr, None), int | float)
     ]
-    return " and ".join(parts)
+    why = f": {info.description}" if parts and info.description else ""
+    return " and ".join(parts) + why
 
 
 def _line_for(loc: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> int:

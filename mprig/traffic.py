@@ -8,6 +8,7 @@ small Python program run on both ends with a native IPPROTO_MPTCP socket.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from mprig.spec import Traffic
 IPERF3_PORT = 5201
 BULK_PORT = 5202
 CONNECT_TIMEOUT_MS = 5000
-MARGIN_S = 15.0  # iperf3 is killed (and the attempt retried) this long after its end
+MARGIN_S = 15.0  # traffic is killed (and the attempt retried) this long after its end
 
 
 def has_mptcp_flag(help_text: str) -> bool:
@@ -55,7 +56,7 @@ def iperf3_client_argv(
     """iperf3 client bound to the initial path's address; `-R` when the server sends."""
     prefix, extra = _mptcp_prefix(mptcp, native_flag)
     argv = [*prefix, "iperf3", "-c", server_addr, "-B", bind_addr, "-p", str(IPERF3_PORT)]
-    argv += ["-t", _num(t.duration_s), "-O", _num(t.omit_s), "-J"]
+    argv += ["-t", _seconds(t.duration_s, minimum=1), "-O", _seconds(t.omit_s), "-J"]
     argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
     if t.direction == "download":
         argv.append("-R")
@@ -63,14 +64,17 @@ def iperf3_client_argv(
 
 
 def timeout_s(t: Traffic) -> float:
-    """How long a traffic command may take before it counts as hung."""
+    """How long a traffic command may take before it counts as hung: its duration (a bulk
+    transfer's deadline; iperf3's test plus its omitted warm-up) and a margin."""
     if t.tool == "bulk":
-        return MARGIN_S + 60.0
+        return t.duration_s + MARGIN_S
     return t.duration_s + t.omit_s + MARGIN_S
 
 
-def _num(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+def _seconds(value: float, minimum: int = 0) -> str:
+    """Whole seconds for iperf3, which reads -t and -O with atoi (0.5 -> 0, and -t 0 runs
+    forever): rounded up, never below `minimum`. The spec allows whole seconds only."""
+    return str(max(minimum, math.ceil(value)))
 
 
 # The bulk transfer, run as `python3 -c BULK_SCRIPT ROLE ADDR PORT NBYTES SEED MPTCP MODE OUT`.

@@ -30,7 +30,7 @@ def make_run(variant: Variant, traffic: Traffic | None = None) -> Run:
         variant=variant,
         paths=PATHS,
         traffic=traffic or Traffic(duration_s=5),
-        capture=Capture(snaplen=128),
+        capture=Capture(snaplen=160),
     )
 
 
@@ -62,9 +62,9 @@ def test_mptcp_download_full_command_list() -> None:
                   "limit", "1034"]),
         ("cell", [*netem, "cell-s", "root", "netem", "delay", "40ms", "rate", "10mbit",
                   "limit", "1034"]),
-        ("client", ["tcpdump", "-i", "any", "-n", "-U", "-s", "128", "-w",
+        ("client", ["tcpdump", "-i", "any", "-n", "-U", "-s", "160", "-w",
                     f"{d}/client/client.pcap", "not", "tcp", "port", "22"]),
-        ("server", ["tcpdump", "-i", "any", "-n", "-U", "-s", "128", "-w",
+        ("server", ["tcpdump", "-i", "any", "-n", "-U", "-s", "160", "-w",
                     f"{d}/server/server.pcap", "not", "tcp", "port", "22"]),
         ("server", commands.capture.ss_sampler_argv()),
         ("client", ["nstat", "-asz"]),

@@ -177,8 +177,8 @@ def test_plan_of_invalid_file_is_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert main(["plan", str(bad)]) == 2
     assert capsys.readouterr() == (
         "",
-        f"mprig: error: {bad}:5: paths.wifi.down.rate_mbit: must be greater than 0, got 0"
-        " (allowed: > 0 and <= 100000)\n",
+        f"mprig: error: {bad}:5: paths.wifi.rate_mbit: must be greater than 0, got 0"
+        " (allowed: > 0 and <= 100000: 100 Gbit/s is beyond any link a rig or netem carries)\n",
     )
 
 

@@ -195,7 +195,7 @@ def test_runner_starts_the_controller_on_the_client_and_clears_flags_after() -> 
     d = Direction(rate_mbit=5, delay_ms=10)
     paths = tuple(Path_(name=n, kind="wired", down=d, up=d) for n in ("p1", "p4"))
     variant = Variant(name="v", path_manager="rbpm")
-    run = Run("r1", 0, 1, 0, variant, paths, Traffic(duration_s=5), Capture(snaplen=128))
+    run = Run("r1", 0, 1, 0, variant, paths, Traffic(duration_s=5), Capture(snaplen=160))
     c = commands.build(run, links, server_addr="10.9.0.1")
     log = "/tmp/mprig-virtual/r1/client/rbpm.jsonl"
     args = ["--port", "5201", "--role", "receiver", "--interval", "0.1", "--log", log]

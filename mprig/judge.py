@@ -1,0 +1,184 @@
+"""One judge for specs: `mprig validate`, `mprig plan` and `mprig run` all plan a campaign
+here, so whatever would stop a run stops validate, with file:line.
+
+`plan_campaign` expands the campaign (plan.expand) and then builds, for every run, what the
+runner builds from it without a host: the stack's sysctls (knobs), the Wi-Fi model's netem
+(wifi), the traffic and capture commands (commands.for_run on the virtual rig's layout).
+Each distinct variant, path and run setting is checked once. What needs a host (a
+congestion control or scheduler in the kernel, a sysctl the kernel accepts, a lab
+inventory's paths) is listed by `run_time_checks`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path as FsPath
+from typing import Any
+
+from mprig import commands, knobs, plan, wifi
+from mprig.errors import MprigError
+from mprig.plan import Run
+from mprig.rig.layout import MAX_PATHS, layout
+from mprig.spec import Campaign, Loc, Path, SpecIssue, Traffic, Variant, campaign_error
+from mprig.spec import load_campaign as _load
+
+
+def plan_file(path: str | FsPath) -> tuple[Campaign, list[Run]]:
+    """Read, validate and plan a campaign file; SpecError listing every problem."""
+    campaign = _load(path)
+    return campaign, plan_campaign(campaign)
+
+
+def plan_campaign(campaign: Campaign) -> list[Run]:
+    """The campaign's runs, after every check the runner makes without a host."""
+    try:
+        runs = plan.expand(campaign)
+    except SpecIssue as e:
+        raise campaign_error(campaign, list(e.issues)) from None
+    issues = _Issues(campaign)
+    checked: set[tuple[int, ...]] = set()
+    for run in runs:
+        key = (id(run.variant), id(run.paths), id(run.traffic), id(run.capture))
+        if key not in checked:  # other repetitions of the same point and variant
+            checked.add(key)
+            issues.check(run)
+    if issues.found:
+        raise campaign_error(campaign, issues.listed())
+    return runs
+
+
+def run_time_checks(campaign: Campaign, runs: list[Run]) -> list[str]:
+    """What only the rig's hosts can tell, as short phrases."""
+    variants = [r.variant for r in runs] or list(campaign.variants)
+    ccs = ", ".join(knobs.congestion_controls(variants))
+    out = [f"congestion controls {ccs} available (BPF ones built)"]
+    schedulers = sorted({v.scheduler for v in variants if v.scheduler})
+    if schedulers:
+        out.append(f"schedulers {', '.join(schedulers)} in net.mptcp.available_schedulers")
+    out.append("every sysctl accepted by the hosts' kernel")
+    if campaign.rig.inventory != "virtual":
+        out.append(f"inventory {campaign.rig.inventory}: its hosts and mprig_paths")
+    if campaign.rig.wifi == "hwsim":
+        out.append("mac80211_hwsim in the rig's kernel (VM mode)")
+    return out
+
+
+# -- what the runner computes from each run ---------------------------------------------
+
+
+class _Issues:
+    """Problems found in a campaign's runs: at the spec's own line when the run uses the
+    value as written, at the sweep (naming the points) when a sweep value caused it."""
+
+    def __init__(self, campaign: Campaign) -> None:
+        self.campaign = campaign
+        self.base: dict[tuple[Loc, str], None] = {}  # issues of values as written, in order
+        self.swept: dict[str, dict[str, None]] = {}  # problem -> the points that have it
+        self.links: Any = None
+
+    @property
+    def found(self) -> bool:
+        return bool(self.base or self.swept)
+
+    def listed(self) -> list[tuple[Loc, str]]:
+        swept = [
+            (("sweep",), plan.points_message(problem, list(pts)))
+            for problem, pts in self.swept.items()
+        ]
+        return [*self.base, *swept]
+
+    def check(self, run: Run) -> None:
+        c, clean = self.campaign, True
+        for i, path in enumerate(run.paths):
+            clean &= self._add(run, ("paths", i), path == c.paths[i], path_issues(path))
+        j = next(i for i, v in enumerate(c.variants) if v.name == run.variant.name)
+        same = run.variant == c.variants[j]
+        clean &= self._add(run, ("variants", j), same, variant_issues(run.variant))
+        same = run.traffic == c.traffic and run.paths == c.paths
+        clean &= self._add(run, ("traffic",), same, traffic_issues(run.traffic, run.paths))
+        if clean:
+            self._commands(run)
+
+    def _add(self, run: Run, loc: Loc, as_written: bool, found: list[tuple[Loc, str]]) -> bool:
+        """Record the issues found at `loc`; whether there were none."""
+        for sub, message in found:
+            if as_written:
+                self.base[((*loc, *sub), message)] = None
+            else:
+                named = _field_label(self.campaign, loc, sub)
+                self._swept(f"{named}: {message}", run)
+        return not found
+
+    def _swept(self, problem: str, run: Run) -> None:
+        self.swept.setdefault(problem, {})[plan.point_text(run.point)] = None
+
+    def _commands(self, run: Run) -> None:
+        if self.links is None:
+            self.links = layout(run.paths) if len(run.paths) <= MAX_PATHS else ()
+        try:
+            commands.for_run(run, self.links)
+        except (MprigError, ValueError) as e:
+            if run.point:
+                self._swept(str(e), run)
+            else:
+                self.base[((), str(e))] = None
+
+
+def _field_label(campaign: Campaign, loc: Loc, sub: Loc) -> str:
+    """`paths.wifi.down.rate_mbit` for loc ("paths", 0) and sub ("down", "rate_mbit")."""
+    section, *rest = loc
+    if section == "paths":
+        name = campaign.paths[int(rest[0])].name
+    elif section == "variants":
+        name = campaign.variants[int(rest[0])].name
+    else:
+        name = ""
+    return ".".join(str(p) for p in (section, name, *sub) if p != "")
+
+
+def path_issues(path: Path) -> list[tuple[Loc, str]]:
+    """What the Wi-Fi model (wifi.effective_path, as the runner calls it) refuses."""
+    if path.distance_m is None:
+        return []
+    standard = path.wifi_standard or "11g"
+    issues: list[tuple[Loc, str]] = []
+    same = path.down.rate_mbit == path.up.rate_mbit  # one message for the path shorthand
+    for direction in ("down",) if same else ("down", "up"):
+        try:
+            wifi.find_mode(standard, getattr(path, direction).rate_mbit)
+        except ValueError as e:
+            msg = f"with distance_m, rate_mbit names the 802.{standard} PHY mode: {e}"
+            issues.append((("rate_mbit",) if same else (direction, "rate_mbit"), msg))
+    if not issues:
+        try:
+            wifi.effective_path(path)
+        except (ValueError, ArithmeticError) as e:
+            issues.append(((), f"the Wi-Fi model fails: {e}"))
+    return issues
+
+
+def variant_issues(variant: Variant) -> list[tuple[Loc, str]]:
+    """What the stack's knobs (knobs.sysctls, as the runner calls it) refuse."""
+    try:
+        knobs.sysctls(variant)
+        knobs.congestion_controls([variant])
+    except (MprigError, ValueError) as e:
+        return [((), str(e))]
+    return []
+
+
+def traffic_issues(t: Traffic, paths: Iterable[Path]) -> list[tuple[Loc, str]]:
+    """A bulk transfer that cannot end within its deadline even at the paths' full rate."""
+    if t.tool != "bulk" or t.bytes is None:
+        return []
+    direction = "down" if t.direction == "download" else "up"
+    rate = sum(getattr(p, direction).rate_mbit for p in paths)
+    needed = t.bytes * 8 / (rate * 1e6)
+    if needed <= t.duration_s:
+        return []
+    msg = (
+        f"a bulk transfer of {t.bytes} bytes needs at least {math.ceil(needed)} s at the"
+        f" paths' {rate:g} Mbit/s; raise duration_s (the transfer's deadline) or lower bytes"
+    )
+    return [(("duration_s",), msg)]
