@@ -32,7 +32,7 @@ variants:
   - {{name: tcp_wifi, protocol: tcp, path: wifi}}
   - {{name: mptcp2, protocol: mptcp}}
 traffic: {{tool: iperf3, direction: download, duration_s: 3}}
-capture: {{snaplen: 128}}
+capture: {{snaplen: 160}}
 repetitions: 1
 """
 MPRIG = [sys.executable, "-m", "mprig.cli"]
