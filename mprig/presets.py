@@ -6,10 +6,17 @@ model, where each is a separate module on top of a plain NewReno sender ("NoPR")
 all of them woven into one loss-recovery machine; a preset switches the others off so that
 each mechanism works alone on top of the same classic dupthresh-3 sender:
 
-- NoPR: cumulative ACKs only (no SACK, so no D-SACK), no F-RTO, no timestamps (so no
-  timestamp-based undo), no RACK (`tcp_recovery=0`) and no tail loss probe
-  (`tcp_early_retrans=0`); the dupthresh stays at 3 (`tcp_max_reordering=3`).
-- D-SACK (RFC 2883, response per RFC 3708 and Blanton/Allman): SACK + D-SACK. Linux undoes
+- One SACK setting for every preset of a comparison: SACK on. D-SACK cannot work without
+  it, and it is the signal from which Linux (and so `door`) sees reordering; were NoPR and
+  PR-R run without it while D-SACK and TCP-DOOR ran with it, the comparison would partly
+  measure SACK (a burst of losses repaired by NewReno one segment per round trip). A
+  variant can still study SACK as a factor: `sysctls: {tcp_sack: 0}` overrides the preset
+  (mprig.knobs applies variant sysctls last), on every variant of that comparison.
+- NoPR: SACK-based loss recovery (RFC 6675) with the classic dupthresh of 3
+  (`tcp_max_reordering=3`: no adaptive dupthresh), no D-SACK, no F-RTO, no timestamps (so
+  no timestamp-based undo), no RACK (`tcp_recovery=0`) and no tail loss probe
+  (`tcp_early_retrans=0`): no response to reordering.
+- D-SACK (RFC 2883, response per RFC 3708 and Blanton/Allman): NoPR + D-SACK. Linux undoes
   the cwnd reduction when D-SACKs show every retransmission was spurious, and raises the
   dupthresh up to `tcp_max_reordering` (300) when it sees reordering.
 - F-RTO (RFC 5682): `tcp_frto=2` on the NoPR base. Linux detects a spurious RTO in the two
@@ -23,11 +30,15 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
 - tcpdoor, prr: TCP-DOOR and PR-R change the sender's response itself. They are BPF
   congestion-control programs (mprig.bpfcc, kernel-configs/bpf: `door`, `prr`) on the NoPR
   base; the preset names the algorithm, and a variant selects it with `cc: tcpdoor` or
-  `cc: prr` (see `check_recovery_cc`). `tcpdoor` turns SACK on: TCP-DOOR detects
-  out-of-order delivery from sequence numbers in its own option, which no Linux peer
-  sends; SACK blocks are the signal from which Linux (and so `door`) sees reordering.
-  Without SACK, Linux notices reordering only when duplicate ACKs outnumber the packets in
-  flight, and `door` behaves as Reno (tests/integration/test_bpfcc_reorder_vm.py).
+  `cc: prr` (see `check_recovery_cc`). TCP-DOOR detects out-of-order delivery from
+  sequence numbers in its own option, which no Linux peer sends; SACK blocks are the
+  signal from which Linux (and so `door`) sees reordering. Without SACK, Linux notices
+  reordering only when duplicate ACKs outnumber the packets in flight, and `door` behaves
+  as Reno (tests/integration/test_bpfcc_reorder_vm.py).
+- Coupling: `door` and `prr` are Reno per subflow (uncoupled), and a subflow runs one
+  congestion control, so a paper row that ran them with coupled increase (seed 000: LIA)
+  needs one BPF program doing both (kernel-configs/bpf/coupled.h holds LIA's increase, as
+  cwa.c uses it); those programs (`prr_lia`, `door_lia`) are not written yet.
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ def _knobs(**values: int) -> Mapping[str, str]:
 
 # Every preset sets the same keys, so one run's preset never leaks into the next.
 _CLASSIC = {"tcp_recovery": 0, "tcp_early_retrans": 0, "tcp_reordering": 3}
-_NOPR = {"tcp_sack": 0, "tcp_dsack": 0, "tcp_frto": 0, "tcp_timestamps": 0, **_CLASSIC}
+_NOPR = {"tcp_sack": 1, "tcp_dsack": 0, "tcp_frto": 0, "tcp_timestamps": 0, **_CLASSIC}
 
 RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
     {
@@ -70,7 +81,7 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
         "dsack": RecoveryPreset(
             "dsack",
             "D-SACK",
-            _knobs(**{**_NOPR, "tcp_sack": 1, "tcp_dsack": 1}, tcp_max_reordering=300),
+            _knobs(**{**_NOPR, "tcp_dsack": 1}, tcp_max_reordering=300),
             "Linux undoes the reduction on D-SACK and raises the dupthresh adaptively; the "
             "papers' NS-3 D-SACK grows cwnd on both the D-SACK and the later cumulative ACK "
             "(their 'double increase'), which Linux does not.",
@@ -109,8 +120,8 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
         "tcpdoor": RecoveryPreset(
             "tcpdoor",
             "TCP-DOOR",
-            _knobs(**{**_NOPR, "tcp_sack": 1}, tcp_max_reordering=3),
-            "SACK on, as the detection signal: the BPF algorithm `door` detects reordering "
+            _knobs(**_NOPR, tcp_max_reordering=3),
+            "SACK is the detection signal: the BPF algorithm `door` detects reordering "
             "from Linux's own signals (tp->reord_seen from SACK blocks, spurious-"
             "retransmission undo) instead of TCP-DOOR's ADSN/TPSN option, and suspends only "
             "fast-recovery reductions (not RTO) for one RTT.",
@@ -189,6 +200,21 @@ class CCCheck:
     algorithm: str | None  # the kernel algorithm it maps to
     available: bool
     reason: str  # empty when available
+
+
+# Kernel algorithms whose increase couples the subflows of one MPTCP connection.
+COUPLED_ALGORITHMS = frozenset({"lia", "olia", "balia", "wvegas", "cwa"})
+
+
+def coupling(cc: str) -> str:
+    """How a cc couples subflows: "coupled" (RFC 6356 LIA and kin, CWA's LIA increase),
+    "fully_coupled" (the papers' FC-CC), or "uncoupled" (every subflow on its own: Reno,
+    CUBIC, and the BPF prr and door, which are Reno per subflow)."""
+    if cc == "fully_coupled":
+        return "fully_coupled"
+    preset = CC_PRESETS.get(cc)
+    algorithm = preset.algorithm if preset is not None and preset.algorithm else cc
+    return "coupled" if algorithm in COUPLED_ALGORITHMS else "uncoupled"
 
 
 def cc_algorithm(name: str) -> str:

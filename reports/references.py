@@ -2,19 +2,31 @@
 
 A reference names the paper, the table or figure, the conditions under which the paper
 measured it (matched against each run's variant and sweep point), our metric and how to
-scale it into the paper's unit, the value and a tolerance. `check()` turns a reference
-and a campaign's results into a verdict: within tolerance, outside, or not comparable with
-the reason.
+scale it into the paper's unit, the value and a tolerance with the reason for its width.
+`check()` turns a reference and a campaign's results into a verdict that can fail:
+
+- ours is a sample of one value per repetition (the matching runs of a repetition
+  aggregated), given as its mean with a 95 % t interval; n counts repetitions;
+- the window is the paper's value +- the tolerance; a bound ("never above") is two-sided:
+  a sanity floor (a number, or a fraction of the runs' configured capacity) below it;
+- "reproduced" when the interval lies inside the window, "contradicted" when wholly
+  outside, otherwise "inconclusive" with the n that would decide it (from the observed SD);
+- "uninformative" when the window includes the no-effect value (0 %, a ratio of 1), so
+  that no result could tell the paper's effect from none;
+- "configuration check" when the metric is a configured quantity (seed 004's buffer
+  rule computed from the paths), which cannot fail by measurement: counted apart;
+- "not comparable" with the reason when no run, metric or kernel feature allows it.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mprig.errors import SpecError, UsageError
@@ -26,7 +38,9 @@ if TYPE_CHECKING:
 REFERENCES_DIR = Path(__file__).parent / "references"
 RefId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{2,95}$")]
 Scalar = float | int | str | bool
-COUPLED_CC = frozenset({"lia", "olia", "balia", "wvegas", "fully_coupled"})  # multipath-aware
+COUPLED_CC = frozenset(
+    {"lia", "olia", "balia", "wvegas", "fully_coupled", "prr_lia", "door_lia"}
+)  # multipath-aware
 
 
 class _Strict(BaseModel):
@@ -44,22 +58,36 @@ Condition = Scalar | list[Scalar] | Range  # one value, any of several, or a ran
 
 
 class Tolerance(_Strict):
-    """How far ours may be from the paper's: absolute (in the reference's unit) or relative."""
+    """How far ours may be from the paper's, and why that far."""
 
-    abs: float | None = Field(default=None, ge=0)  # |ours - paper| <= abs
+    abs: float | None = Field(default=None, ge=0)  # |ours - paper| <= abs (reference's unit)
     rel: float | None = Field(default=None, ge=0)  # |ours - paper| <= rel * |paper|
+    spread: float | None = Field(default=None, gt=0)  # <= spread x our run-to-run SD
+    # where the width comes from: the paper's own spread, our measured spread, the
+    # resolution of a figure or text it was read off, or arithmetic on configured values
+    basis: Literal["paper", "measured", "reading", "arithmetic"]
+    why: str = Field(min_length=10)  # the reason, in words
 
     @model_validator(mode="after")
     def _one(self) -> Tolerance:
-        if (self.abs is None) == (self.rel is None):
-            raise ValueError("give exactly one of abs or rel")
+        if sum(x is not None for x in (self.abs, self.rel, self.spread)) != 1:
+            raise ValueError("give exactly one of abs, rel or spread")
         return self
 
-    def bound(self, value: float) -> float:
-        return self.abs if self.abs is not None else (self.rel or 0.0) * abs(value)
+    def bound(self, value: float, sd: float = math.nan) -> float:
+        """The half-width of the window around VALUE (NaN: spread-based, SD unknown)."""
+        if self.abs is not None:
+            return self.abs
+        if self.rel is not None:
+            return self.rel * abs(value)
+        return (self.spread or 0.0) * sd
 
     def __str__(self) -> str:
-        return f"±{self.abs:g}" if self.abs is not None else f"±{(self.rel or 0) * 100:g} %"
+        if self.abs is not None:
+            return f"±{self.abs:g}"
+        if self.rel is not None:
+            return f"±{self.rel * 100:g} %"
+        return f"±{self.spread:g} SD"
 
 
 class Requires(_Strict):
@@ -85,23 +113,53 @@ class Reference(_Strict):
     conditions: dict[str, Condition] = Field(default_factory=dict)  # runs it applies to
     metric: str  # our runs.parquet column
     scale: float = 1.0  # ours x scale = the paper's unit (ooo_ratio x 100 -> %)
-    aggregate: Literal["mean", "median", "max", "min"] = "mean"  # over matching runs
+    aggregate: Literal["mean", "median", "max", "min"] = "mean"  # per repetition, over runs
     relative_to: dict[str, Condition] | None = None  # ours = agg(conditions) / agg(these)
     relation: Literal["ratio", "gain_pct"] = "ratio"  # with relative_to: x or (x - 1) x 100
     kind: Literal["value", "at_most", "at_least"] = "value"  # bounds: "never above 15"
     unit: str
     value: float
-    tolerance: Tolerance | None = None  # default: the file's tolerance
+    tolerance: str | None = None  # a name from the file's `tolerances`; default the file's
+    floor: float | None = None  # at_most: the window's lower end (paper's unit)
+    floor_capacity: float | None = Field(default=None, gt=0, le=1)  # or this x capacity
+    ceiling: float | None = None  # at_least: the window's upper end (paper's unit)
+    no_effect: float | None = None  # default: 0 (a value, a gain in %), 1 (a ratio)
     requires: Requires = Requires()
     note: str = ""  # what the rig cannot reproduce, and why
 
+    @model_validator(mode="after")
+    def _two_sided(self) -> Reference:
+        if self.kind == "at_most" and self.floor is None and self.floor_capacity is None:
+            raise ValueError("an at_most bound needs a sanity floor (floor or floor_capacity)")
+        if self.kind == "at_least" and self.ceiling is None:
+            raise ValueError("an at_least bound needs a ceiling")
+        if self.floor_capacity is not None and self.relative_to is not None:
+            raise ValueError("floor_capacity is for a rate, not a ratio: give floor")
+        return self
+
+    @property
+    def null_value(self) -> float:
+        """The value that means "no effect": 0, or 1 for a ratio."""
+        if self.no_effect is not None:
+            return self.no_effect
+        return 1.0 if self.relative_to is not None and self.relation == "ratio" else 0.0
+
 
 class ReferenceFile(_Strict):
-    """A references YAML file: one paper, a default tolerance, its numbers."""
+    """A references YAML file: one paper, its named tolerances, its numbers."""
 
     paper: Paper
-    tolerance: Tolerance
+    tolerances: dict[str, Tolerance] = Field(min_length=1)  # name -> width and reason
+    tolerance: str  # the default tolerance's name
     references: tuple[Reference, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names(self) -> ReferenceFile:
+        for name in (self.tolerance, *(r.tolerance for r in self.references if r.tolerance)):
+            if name not in self.tolerances:
+                known = ", ".join(self.tolerances)
+                raise ValueError(f"tolerance {name!r} is not in tolerances ({known})")
+        return self
 
 
 @dataclass(frozen=True)
@@ -159,7 +217,12 @@ def load_file(path: Path) -> list[Entry]:
         field = ".".join(str(p) for p in loc)
         raise SpecError(str(path), _line_of(lines, loc), field, err["msg"]) from e
     return [
-        Entry(r, doc.paper, r.tolerance or doc.tolerance, f"{path}:{lines.get(('references', i))}")
+        Entry(
+            r,
+            doc.paper,
+            doc.tolerances[r.tolerance or doc.tolerance],
+            f"{path}:{lines.get(('references', i))}",
+        )
         for i, r in enumerate(doc.references)
     ]
 
@@ -193,16 +256,40 @@ def select(patterns: tuple[str, ...] | list[str], entries: dict[str, Entry]) -> 
 # --- checking ----------------------------------------------------------------------------
 
 
+Verdict = Literal[
+    "reproduced",
+    "contradicted",
+    "inconclusive",
+    "not comparable",
+    "configuration check",
+    "uninformative",
+]
+VERDICTS: tuple[Verdict, ...] = (
+    "reproduced",
+    "contradicted",
+    "inconclusive",
+    "uninformative",
+    "configuration check",
+    "not comparable",
+)
+NAN = math.nan
+
+
 @dataclass(frozen=True)
 class Check:
-    """Ours next to the paper's."""
+    """Ours next to the paper's: a mean over repetitions with its interval and window."""
 
     id: str
     entry: Entry | None  # None: the campaign named an unknown id
-    ours: float | None  # in the paper's unit
-    n: int  # runs that went into ours
-    verdict: Literal["within", "outside", "not comparable"]
+    ours: float | None  # mean over repetitions, in the paper's unit (a ratio of means)
+    n: int  # repetitions that went into ours (the `conditions` side)
+    verdict: Verdict
     reason: str = ""
+    low: float = NAN  # 95 % confidence interval of ours; NaN when n < 2
+    high: float = NAN
+    window: tuple[float, float] | None = None  # what the paper's value allows
+    n_needed: int | None = None  # inconclusive: repetitions that would decide it
+    n_base: int = 0  # repetitions of the `relative_to` side
 
     @property
     def difference(self) -> float | None:
@@ -230,16 +317,48 @@ def rcvbuf_rule_bytes(paths: list[dict[str, Any]], direction: str = "download") 
     return 2 * rate_bps / 8 * rtt_s
 
 
+def capacity_bps(paths: list[dict[str, Any]], direction: str = "download") -> float:
+    """The configured rate of PATHS (bits/s): netem's rate, after the Wi-Fi model maps a
+    distance to it (mprig/wifi.py), summed over the paths."""
+    from mprig import wifi
+    from mprig.spec import Path as PathSpec
+
+    key = "down" if direction == "download" else "up"
+    total = 0.0
+    for p in paths:
+        try:
+            total += getattr(wifi.effective_path(PathSpec.model_validate(p)), key).rate_mbit * 1e6
+        except (ValidationError, ValueError):
+            total += float((p.get(key) or {}).get("rate_mbit", NAN)) * 1e6
+    return total
+
+
+def _delay_difference_ms(paths: list[dict[str, Any]]) -> float:
+    """Largest minus smallest one-way (down) delay over the rig's paths: Table I's axis."""
+    delays = [float((p.get("down") or {}).get("delay_ms", 0)) for p in paths]
+    return max(delays) - min(delays) if delays else NAN
+
+
 def _derived(
     variant: dict[str, Any], paths: list[dict[str, Any]], direction: str
 ) -> dict[str, Any]:
+    from mprig import presets
+
     used = _variant_paths(variant, paths)
     if not used:
         return {}
     return {
         "path_kinds": "+".join(sorted(str(p.get("kind")) for p in used)),
         "rcvbuf_rule_bytes": rcvbuf_rule_bytes(used, direction),
+        "capacity_bps": capacity_bps(used, direction),
+        "delay_diff_ms": _delay_difference_ms(paths),
+        "coupling": presets.coupling(str(variant.get("cc", "cubic"))),
     }
+
+
+# Facts computed from a run's configuration, not measured: a reference on one of them is a
+# configuration check (the rule applied to the configured paths), never a reproduction.
+CONFIGURED = frozenset({"rcvbuf_rule_bytes", "capacity_bps", "delay_diff_ms"})
 
 
 PATH_FIELDS = ("distance_m", "wifi_standard", "kind")  # path-level facts
@@ -355,18 +474,19 @@ def _available_cc(results: Results) -> tuple[set[str] | None, str]:
     return common, ", ".join(sorted(kernels))
 
 
-def _aggregate(rows: pd.DataFrame, ref: Reference) -> tuple[float, int]:
-    values = rows[ref.metric].dropna().astype(float) * ref.scale
-    if values.empty:
-        return math.nan, 0
-    return float(getattr(values, ref.aggregate)()), int(values.size)
-
-
 class NotComparable(Exception):
     """Why a reference cannot be checked against these results."""
 
 
-def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> tuple[float, int]:
+@dataclass(frozen=True)
+class Sample:
+    """One side of a reference: a value per repetition, and the runs behind them."""
+
+    values: np.ndarray  # per repetition: the matching runs' metric, aggregated, x scale
+    runs: pd.DataFrame  # the completed matching runs
+
+
+def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> Sample:
     try:
         rows = match(facts, conditions)
     except KeyError as e:
@@ -379,10 +499,120 @@ def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> tu
     if done.empty:
         reasons = sorted({str(r) for r in rows.get("reason", ["no reason recorded"])})
         raise NotComparable(f"all {len(rows)} matching runs failed: {'; '.join(reasons)}")
-    value, n = _aggregate(done, ref)
-    if n == 0:
+    values = done[ref.metric].astype(float) * ref.scale
+    per_rep = values.groupby(done["repetition"]).agg(ref.aggregate).dropna()
+    if per_rep.empty:
         raise NotComparable(f"metric {ref.metric} has no values in the matching runs")
-    return value, n
+    return Sample(per_rep.to_numpy(dtype=float), done)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Ours: a mean (or a ratio of means) with its 95 % interval and effective SD."""
+
+    mean: float
+    low: float  # NaN when a side has n < 2
+    high: float
+    n: int  # repetitions of the conditions side
+    n_base: int  # repetitions of the relative_to side (0: none)
+    sd: float  # per-repetition SD such that the half-width is t x sd / sqrt(n_eff)
+
+    @property
+    def n_eff(self) -> int:
+        return min(self.n, self.n_base) if self.n_base else self.n
+
+
+def estimate(a: np.ndarray, b: np.ndarray | None = None, relation: str = "ratio") -> Estimate:
+    """Mean of A with a t interval; with B, the ratio of means (or the gain in %) with a
+    delta-method interval on min(n_a, n_b) - 1 degrees of freedom."""
+    from reports.stats import mean_ci
+
+    ci = mean_ci(a)
+    sd_a = float(np.std(a, ddof=1)) if a.size > 1 else NAN
+    if b is None:
+        return Estimate(ci.mean, ci.low, ci.high, int(a.size), 0, sd_a)
+    mb = float(np.mean(b))
+    if mb == 0:
+        raise NotComparable("the relative_to side's mean is 0")
+    ratio = ci.mean / mb
+    n = min(a.size, b.size)
+    sd_b = float(np.std(b, ddof=1)) if b.size > 1 else NAN
+    se = abs(ratio) * math.sqrt(sd_a**2 / (a.size * ci.mean**2 or NAN) + sd_b**2 / (b.size * mb**2))
+    half = _t(n) * se if n > 1 else NAN
+    est = Estimate(ratio, ratio - half, ratio + half, int(a.size), int(b.size), se * math.sqrt(n))
+    if relation != "gain_pct":
+        return est
+    return Estimate(
+        (ratio - 1) * 100,
+        (est.low - 1) * 100,
+        (est.high - 1) * 100,
+        est.n,
+        est.n_base,
+        est.sd * 100,
+    )
+
+
+def _t(n: int) -> float:
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(0.975, n - 1))
+
+
+def n_needed(mean: float, window: tuple[float, float], sd: float) -> int | None:
+    """The smallest n whose 95 % interval (t x SD / sqrt n) would lie wholly inside or
+    wholly outside WINDOW around MEAN; None when no n can (mean on an edge, SD unknown)."""
+    lo, hi = window
+    if lo <= mean <= hi:
+        distance = min(mean - lo, hi - mean)
+    else:
+        distance = lo - mean if mean < lo else mean - hi
+    if not distance > 0 or not sd > 0:
+        return None
+    for n in range(2, 100_001):
+        if _t(n) * sd / math.sqrt(n) < distance:
+            return n
+    return None
+
+
+def decide(
+    mean: float, low: float, high: float, n: int, window: tuple[float, float], sd: float
+) -> tuple[Verdict, int | None]:
+    """Reproduced when the interval lies inside the window, contradicted when wholly
+    outside, otherwise inconclusive with the n that would decide it."""
+    lo, hi = window
+    if n < 2 or math.isnan(low) or math.isnan(high) or math.isnan(lo) or math.isnan(hi):
+        return "inconclusive", None
+    if low >= lo and high <= hi:
+        return "reproduced", None
+    if high < lo or low > hi:
+        return "contradicted", None
+    return "inconclusive", n_needed(mean, window, sd)
+
+
+def _window(entry: Entry, sd: float, capacity: float) -> tuple[float, float]:
+    ref = entry.ref
+    slack = entry.tolerance.bound(ref.value, sd)
+    if ref.kind == "at_most":
+        floor = ref.floor if ref.floor is not None else (ref.floor_capacity or 0) * capacity
+        return floor, ref.value + slack
+    if ref.kind == "at_least":
+        return ref.value - slack, ref.ceiling if ref.ceiling is not None else math.inf
+    return ref.value - slack, ref.value + slack
+
+
+def window_includes_no_effect(entry: Entry, sd: float = NAN, capacity: float = NAN) -> bool:
+    """Whether the window allows the no-effect value (unknown windows do not)."""
+    lo, hi = _window(entry, sd, capacity)
+    return bool(lo <= entry.ref.null_value <= hi)
+
+
+def _collapsed(sample: Sample, ref: Reference) -> int:
+    """Runs under the sanity floor: floor_capacity x their own configured capacity."""
+    if ref.floor_capacity is None or "capacity_bps" not in sample.runs.columns:
+        return 0
+    runs = sample.runs
+    floor = ref.floor_capacity * runs["capacity_bps"].astype(float) * ref.scale
+    return int((runs[ref.metric].astype(float) * ref.scale < floor).sum())
 
 
 def _check_requires(results: Results, ref: Reference) -> str:
@@ -406,43 +636,96 @@ def _check_requires(results: Results, ref: Reference) -> str:
     return ""
 
 
-def _ours(results: Results, facts: pd.DataFrame, ref: Reference) -> tuple[float, int]:
+def _samples(results: Results, facts: pd.DataFrame, ref: Reference) -> tuple[Sample, Sample | None]:
     hint = _check_requires(results, ref)
     if ref.metric not in facts.columns:
         raise NotComparable(f"metric {ref.metric} missing: not collected for this campaign")
     try:
-        value, n = _side(facts, ref.conditions, ref)
+        a = _side(facts, ref.conditions, ref)
     except NotComparable as e:
         raise NotComparable(f"{e}{hint}") from e
     if ref.relative_to is None:
-        return value, n
-    base, nb = _side(facts, ref.relative_to, ref)
-    if base == 0:
-        raise NotComparable(f"{ref.metric} is 0 under {_describe(ref.relative_to)}")
-    ratio = value / base
-    return (ratio - 1) * 100 if ref.relation == "gain_pct" else ratio, n + nb
+        return a, None
+    return a, _side(facts, ref.relative_to, ref)
 
 
-def verdict(ours: float, entry: Entry) -> Literal["within", "outside"]:
-    """Within tolerance of the paper's value (or bound), or outside."""
-    ref, slack = entry.ref, entry.tolerance.bound(entry.ref.value)
-    if ref.kind == "at_most":
-        return "within" if ours <= ref.value + slack else "outside"
-    if ref.kind == "at_least":
-        return "within" if ours >= ref.value - slack else "outside"
-    return "within" if abs(ours - ref.value) <= slack + 1e-12 else "outside"
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
 
 
-def check(results: Results, entries: dict[str, Entry], ids: list[str] | None = None) -> list[Check]:
-    """Check the references the campaign names (or IDS) against its results."""
-    if ids is None:
-        ids = select(tuple(results.spec.get("references") or ()), entries)
+def _configuration(entry: Entry, est: Estimate) -> Check:
+    ref = entry.ref
+    lo, hi = _window(entry, NAN, NAN)
+    holds = "holds" if lo <= est.mean <= hi else "does not hold"
+    reason = (
+        f"{holds}: configured {est.mean:g} {ref.unit} (paper {ref.value:g} {ref.unit}, "
+        f"{entry.tolerance}); computed from the configured paths, not measured"
+    )
+    return Check(ref.id, entry, est.mean, est.n, "configuration check", reason,
+                 window=(lo, hi))  # fmt: skip
+
+
+def judge(entry: Entry, a: Sample, b: Sample | None) -> Check:
+    """The verdict of one reference on its samples (pure)."""
+    ref = entry.ref
+    est = estimate(a.values, None if b is None else b.values, ref.relation)
+    if ref.metric in CONFIGURED:
+        return _configuration(entry, est)
+    capacity = float(a.runs["capacity_bps"].mean()) if "capacity_bps" in a.runs else NAN
+    window = _window(entry, est.sd, capacity)
+    base = Check(ref.id, entry, est.mean, est.n, "inconclusive", "", est.low, est.high, window,
+                 None, est.n_base)  # fmt: skip
+    lo, hi = window
+    if lo <= ref.null_value <= hi:
+        reason = (
+            f"the window [{_fmt(lo)}, {_fmt(hi)}] {ref.unit} includes the no-effect value "
+            f"{ref.null_value:g}: no result could tell the paper's effect from none"
+        )
+        return replace(base, verdict="uninformative", reason=reason)
+    verdict, n_more = decide(est.mean, est.low, est.high, est.n_eff, window, est.sd)
+    reason = _reason(verdict, est, window, n_more)
+    collapsed = _collapsed(a, ref)
+    if collapsed:
+        reason = (
+            f"{collapsed} of {len(a.runs)} runs under the sanity floor "
+            f"({ref.floor_capacity:g} x configured capacity): collapsed; {reason}"
+        )
+        if verdict == "reproduced":
+            verdict, reason = "inconclusive", reason + "; a collapsed run cannot reproduce"
+    reason = "; ".join(x for x in (reason, ref.note) if x)
+    return replace(base, verdict=verdict, reason=reason, n_needed=n_more)
+
+
+def _reason(verdict: str, est: Estimate, window: tuple[float, float], n_more: int | None) -> str:
+    ci = f"95 % CI [{_fmt(est.low)}, {_fmt(est.high)}]"
+    win = f"window [{_fmt(window[0])}, {_fmt(window[1])}]"
+    if est.n_eff < 2:
+        return f"n = {est.n_eff}: no interval; at least 2 repetitions needed (full profile: 5+)"
+    if math.isnan(window[0]) or math.isnan(window[1]):
+        return f"{ci}; the window needs our run-to-run SD"
+    if verdict == "reproduced":
+        return f"{ci} inside the {win}"
+    if verdict == "contradicted":
+        return f"{ci} wholly outside the {win}"
+    more = f"about n = {n_more} would decide it" if n_more else "no n decides it"
+    return f"{ci} straddles the {win}; {more} (observed SD {_fmt(est.sd)})"
+
+
+def _facts_with_reasons(results: Results) -> pd.DataFrame:
     facts = _facts(results)
     if "reason" not in facts.columns:
         facts["reason"] = [
             results.bundles.get(str(r), {}).get("reason", "no reason recorded")
             for r in facts["run_id"]
         ]
+    return facts
+
+
+def check(results: Results, entries: dict[str, Entry], ids: list[str] | None = None) -> list[Check]:
+    """Check the references the campaign names (or IDS) against its results."""
+    if ids is None:
+        ids = select(tuple(results.spec.get("references") or ()), entries)
+    facts = _facts_with_reasons(results)
     out = []
     for ref_id in ids:
         entry = entries.get(ref_id)
@@ -452,12 +735,23 @@ def check(results: Results, entries: dict[str, Entry], ids: list[str] | None = N
             out.append(Check(ref_id, None, None, 0, "not comparable", reason))
             continue
         try:
-            ours, n = _ours(results, facts, entry.ref)
+            out.append(judge(entry, *_samples(results, facts, entry.ref)))
         except NotComparable as e:
             out.append(Check(ref_id, entry, None, 0, "not comparable", str(e)))
-            continue
-        out.append(Check(ref_id, entry, ours, n, verdict(ours, entry), entry.ref.note))
     return out
+
+
+def matched_variants(results: Results, entry: Entry) -> tuple[set[str], ...]:
+    """The variants whose runs each side of ENTRY's conditions meets (any status)."""
+    facts = _facts(results)
+    sides = [entry.ref.conditions, *([entry.ref.relative_to] if entry.ref.relative_to else [])]
+    out = []
+    for conditions in sides:
+        try:
+            out.append(set(map(str, match(facts, conditions)["variant"])))
+        except KeyError:
+            out.append(set())
+    return tuple(out)
 
 
 def load_for(results: Results, directory: Path | None = None) -> list[Check]:

@@ -5,6 +5,7 @@ CSV. `write_report` is the I/O edge; everything above it builds plain records.""
 from __future__ import annotations
 
 import base64
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -127,6 +128,13 @@ def build(results: Results, plots: list[Plot], checks: list[Check]) -> Report:
 # --- rendering ---------------------------------------------------------------------------
 
 
+def _interval(low: float, high: float) -> str:
+    """A 95 % interval or window as [low, high]; "–" when unknown (n < 2)."""
+    if math.isnan(low) or math.isnan(high):
+        return "–"
+    return f"[{tb.fmt(low, 2)}, {tb.fmt(high, 2)}]"
+
+
 def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
     """References as display rows: ours next to the paper's."""
     rows = []
@@ -144,7 +152,10 @@ def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
                 "unit": e.ref.unit if e else "",
                 "difference": tb.fmt(c.difference, 2) if c.difference is not None else "–",
                 "tolerance": str(e.tolerance) if e else "",
-                "n": str(c.n),
+                "ci": _interval(c.low, c.high),
+                "window": _interval(*c.window) if c.window else "–",
+                "n": str(c.n) + (f" (base {c.n_base})" if c.n_base else ""),
+                "n_needed": str(c.n_needed) if c.n_needed else "",
                 "verdict": c.verdict,
                 "reason": c.reason,
             }
@@ -208,7 +219,9 @@ def render_html(report: Report) -> str:
 
 
 def verdict_counts(checks: Iterable[Check]) -> dict[str, int]:
-    counts = {"within": 0, "outside": 0, "not comparable": 0}
+    from reports.references import VERDICTS
+
+    counts: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for c in checks:
         counts[c.verdict] += 1
     return counts

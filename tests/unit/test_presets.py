@@ -10,9 +10,9 @@ from mprig import presets
 from mprig.errors import UsageError
 
 
-def test_nopr_switches_every_mechanism_off() -> None:
+def test_nopr_switches_every_mechanism_off_but_sack() -> None:
     assert presets.recovery_sysctls("nopr") == {
-        "net.ipv4.tcp_sack": "0",
+        "net.ipv4.tcp_sack": "1",
         "net.ipv4.tcp_dsack": "0",
         "net.ipv4.tcp_frto": "0",
         "net.ipv4.tcp_timestamps": "0",
@@ -31,13 +31,36 @@ def test_each_preset_adds_one_mechanism_to_nopr() -> None:
     }
     assert added == {
         "dsack": {
-            "net.ipv4.tcp_sack": "1",
             "net.ipv4.tcp_dsack": "1",
             "net.ipv4.tcp_max_reordering": "300",
         },
         "frto": {"net.ipv4.tcp_frto": "2"},
         "eifel": {"net.ipv4.tcp_timestamps": "1"},
     }
+
+
+def test_one_sack_setting_for_every_reordering_preset() -> None:
+    """The recovery comparison must not partly measure SACK (issue 15: tcpdoor had it on
+    while nopr and prr had it off)."""
+    sack = {n: p.sysctls["net.ipv4.tcp_sack"] for n, p in presets.RECOVERY_PRESETS.items()}
+    assert set(sack.values()) == {"1"}, sack
+
+
+@pytest.mark.parametrize(
+    ("cc", "coupling"),
+    [
+        ("reno", "uncoupled"),
+        ("uncoupled", "uncoupled"),
+        ("prr", "uncoupled"),
+        ("tcpdoor", "uncoupled"),
+        ("lia", "coupled"),
+        ("olia", "coupled"),
+        ("cwa", "coupled"),
+        ("fully_coupled", "fully_coupled"),
+    ],
+)
+def test_coupling_of_each_cc(cc: str, coupling: str) -> None:
+    assert presets.coupling(cc) == coupling
 
 
 def test_linux_preset_is_the_kernel_default() -> None:
@@ -75,8 +98,7 @@ def test_every_preset_documents_its_difference_from_ns3() -> None:
 
 @pytest.mark.parametrize(("name", "algorithm"), [("tcpdoor", "door"), ("prr", "prr")])
 def test_tcpdoor_and_prr_are_bpf_algorithms_on_the_nopr_base(name: str, algorithm: str) -> None:
-    sack = {"net.ipv4.tcp_sack": "1"} if name == "tcpdoor" else {}  # door's detection signal
-    assert presets.recovery_sysctls(name) == {**presets.recovery_sysctls("nopr"), **sack}
+    assert presets.recovery_sysctls(name) == presets.recovery_sysctls("nopr")
     assert presets.RECOVERY_PRESETS[name].cc == name
     assert presets.cc_algorithm(name) == algorithm
     presets.check_recovery_cc(name, name)  # the matching cc is accepted
