@@ -63,6 +63,12 @@ struct lia {
 	__u8 slot;	/* our slot in lia_conns[conn], or LIA_NO_SLOT */
 };
 
+/* Where a program keeps its struct lia in the socket's congestion-control area (default:
+ * at its start; door_lia.c puts door's state first). */
+#ifndef LIA_CA
+#define LIA_CA(sk) ((struct lia *)inet_csk_ca(sk))
+#endif
+
 static __always_inline __u64 lia_conn_of(struct sock *sk)
 {
 	struct mptcp_subflow_context *ctx;
@@ -156,7 +162,7 @@ static __always_inline bool lia_cwnd_limited(const struct tcp_sock *tp)
 
 static __always_inline void coupled_init(struct sock *sk)
 {
-	struct lia *ca = inet_csk_ca(sk);
+	struct lia *ca = LIA_CA(sk);
 
 	ca->conn = lia_conn_of(sk);
 	ca->slot = LIA_NO_SLOT;
@@ -165,7 +171,7 @@ static __always_inline void coupled_init(struct sock *sk)
 /* Free our slot; the last subflow out deletes the connection's entry. */
 static __always_inline void coupled_release(struct sock *sk)
 {
-	struct lia *ca = inet_csk_ca(sk);
+	struct lia *ca = LIA_CA(sk);
 	struct lia_conn *entry;
 	__u64 key = ca->conn;
 	int i, used = 0;
@@ -193,6 +199,17 @@ static __always_inline void coupled_increase(struct tcp_sock *tp, struct lia_con
 			return;
 	}
 	tcp_cong_avoid_ai(tp, entry ? lia_window(entry, tp->snd_cwnd) : tp->snd_cwnd, acked);
+}
+
+/* .cong_avoid of lia and of the programs that put LIA's increase under their own recovery
+ * (prr_lia, door_lia). */
+static __always_inline void coupled_cong_avoid(struct sock *sk, __u32 acked)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (!lia_cwnd_limited(tp))
+		return;
+	coupled_increase(tp, lia_update(sk, LIA_CA(sk)), acked);
 }
 
 #endif

@@ -22,115 +22,44 @@
  * A retransmission timeout behaves as Reno (ssthresh halved via the
  * CA_EVENT_LOSS event, cwnd to 1), as does an ECN echo (CWR state).
  */
-#include "mprig_cc.h"
+#include "door.h"
 
 char _license[] SEC("license") = "GPL";
-
-#define DOOR_MIN_US 1000ULL /* floor of T1 and T2 (veth RTTs are microseconds) */
-
-struct door {
-	__u64 quiet_until_us;	/* T1: congestion response off until then */
-	__u64 reduced_at_us;	/* time of the last window reduction */
-	__u32 reord_seen;	/* tp->reord_seen when last looked at */
-	__u32 prior_cwnd;	/* cwnd and ssthresh before that reduction */
-	__u32 prior_ssthresh;
-};
-
-static __always_inline __u64 door_window_us(const struct tcp_sock *tp)
-{
-	return max((__u64)(tp->srtt_us >> 3), DOOR_MIN_US);
-}
-
-static __always_inline void door_out_of_order(struct sock *sk)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct door *ca = inet_csk_ca(sk);
-	__u64 now = tp->tcp_mstamp;
-
-	ca->quiet_until_us = now + door_window_us(tp);
-	if (!ca->reduced_at_us || now - ca->reduced_at_us > door_window_us(tp))
-		return;
-	/* Instant recovery: undo a fast-recovery reduction made less than T2 ago. */
-	ca->reduced_at_us = 0;
-	if (ca_state(sk) == TCP_CA_Recovery) {
-		/* Still in the recovery that reduced (it lasts at least one RTT, so this is
-		 * where the detection usually lands): Linux's PRR ends it with cwnd =
-		 * ssthresh, so aiming ssthresh at the window before restores that window. */
-		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_cwnd);
-	} else if (ca_state(sk) <= TCP_CA_Disorder) {
-		tp->snd_cwnd = max(tp->snd_cwnd, ca->prior_cwnd);
-		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_ssthresh);
-	}
-}
-
-static __always_inline void door_check_reordering(struct sock *sk)
-{
-	struct door *ca = inet_csk_ca(sk);
-	__u32 seen = tcp_sk(sk)->reord_seen;
-
-	if (seen != ca->reord_seen) {
-		ca->reord_seen = seen;
-		door_out_of_order(sk);
-	}
-}
 
 SEC("struct_ops/door_init")
 void BPF_PROG(door_init, struct sock *sk)
 {
-	struct door *ca = inet_csk_ca(sk);
-
-	ca->quiet_until_us = 0;
-	ca->reduced_at_us = 0;
-	ca->reord_seen = tcp_sk(sk)->reord_seen;
-	ca->prior_cwnd = 0;
-	ca->prior_ssthresh = 0;
+	door_init_state(sk);
 }
 
 SEC("struct_ops/door_in_ack_event")
 void BPF_PROG(door_in_ack_event, struct sock *sk, __u32 flags)
 {
-	repair_skipped_ssthresh(sk, true);
-	door_check_reordering(sk);
+	door_on_ack(sk);
 }
 
 SEC("struct_ops/door_pkts_acked")
 void BPF_PROG(door_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
-	repair_skipped_ssthresh(sk, true);
-	/* tcp_clean_rtx_queue() has just counted a hole filled by original segments, and
-	 * tcp_fastretrans_alert() has not yet decided on recovery for this ACK. */
-	door_check_reordering(sk);
+	door_on_ack(sk);
 }
 
 SEC("struct_ops/door_ssthresh")
 __u32 BPF_PROG(door_ssthresh, struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct door *ca = inet_csk_ca(sk);
-
-	door_check_reordering(sk);
-	if (tp->tcp_mstamp < ca->quiet_until_us)
-		return max(tp->snd_cwnd, 2U);
-	ca->reduced_at_us = tp->tcp_mstamp;
-	ca->prior_cwnd = tp->snd_cwnd;
-	ca->prior_ssthresh = tp->snd_ssthresh;
-	return reno_half(tp);
+	return door_ssthresh_of(sk);
 }
 
 SEC("struct_ops/door_cwnd_event")
 void BPF_PROG(door_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	/* A timeout's reduction is Reno's and never undone by instant recovery. */
-	if (ev == CA_EVENT_LOSS)
-		((struct door *)inet_csk_ca(sk))->reduced_at_us = 0;
-	reno_halve_on_timeout(sk, ev);
+	door_on_cwnd_event(sk, ev);
 }
 
 SEC("struct_ops/door_set_state")
 void BPF_PROG(door_set_state, struct sock *sk, __u8 new_state)
 {
-	reno_halve_on_cwr(sk, new_state);
-	reno_halve_on_timeout_in_recovery(sk, new_state);
+	door_on_set_state(sk, new_state);
 }
 
 SEC("struct_ops/door_cong_avoid")
@@ -142,11 +71,8 @@ void BPF_PROG(door_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops/door_undo_cwnd")
 __u32 BPF_PROG(door_undo_cwnd, struct sock *sk)
 {
-	/* Linux proved a retransmission spurious: the segment was reordered. */
-	door_out_of_order(sk);
-	return tcp_reno_undo_cwnd(sk);
+	return door_undo(sk);
 }
-
 SEC(".struct_ops")
 struct tcp_congestion_ops door = {
 	.init		= (void *)door_init,

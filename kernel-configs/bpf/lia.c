@@ -22,11 +22,7 @@ void BPF_PROG(lia_release, struct sock *sk)
 SEC("struct_ops/lia_cong_avoid")
 void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (!lia_cwnd_limited(tp))
-		return;
-	coupled_increase(tp, lia_update(sk, inet_csk_ca(sk)), acked);
+	coupled_cong_avoid(sk, acked);
 }
 
 SEC("struct_ops/lia_in_ack_event")

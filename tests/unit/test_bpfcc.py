@@ -12,9 +12,17 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia")
+    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia", "prr_lia", "door_lia")
     sources = sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c"))
-    assert sources == ["cwa.c", "door.c", "lia.c", "olia.c", "prr.c"]
+    assert sources == [
+        "cwa.c",
+        "door.c",
+        "door_lia.c",
+        "lia.c",
+        "olia.c",
+        "prr.c",
+        "prr_lia.c",
+    ]
 
 
 def test_bpf_names_keeps_order_and_drops_kernel_algorithms() -> None:
@@ -76,6 +84,6 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    known = r"\(known: prr, door, lia, cwa, olia\)"
+    known = r"\(known: prr, door, lia, cwa, olia, prr_lia, door_lia\)"
     with pytest.raises(bpfcc.MprigError, match=rf"no BPF program balia {known}"):
         bpfcc.build(["prr", "balia"])

@@ -307,6 +307,33 @@ static void rto_in_recovery(struct tcp_congestion_ops *ops, bool reordered)
 	       f.sk.snd_ssthresh);
 }
 
+/* Two subflows of one MPTCP connection, same RTT, both at cwnd 20 in congestion
+ * avoidance, 40 round trips of full windows acked: Reno grows each by one packet per round
+ * trip (to 60); LIA's coupled increase grows the pair as one Reno flow, a quarter packet
+ * each per round trip at first. */
+static void coupled_avoidance(struct tcp_congestion_ops *ops)
+{
+	static struct sock conn;
+	struct flow f[2];
+	__u64 now = 1000000;
+
+	for (int i = 0; i < 2; i++) {
+		k_init(&f[i], ops, &conn);
+		f[i].sk.snd_cwnd = 20;
+		f[i].sk.snd_ssthresh = 20;
+	}
+	for (int rtt = 0; rtt < 40; rtt++) {
+		now += 20000;
+		for (int i = 0; i < 2; i++)
+			k_ack(&f[i], f[i].sk.snd_cwnd, now);
+	}
+	printf("coupled-avoidance %s: cwnd=%u+%u\n", ops->name, f[0].sk.snd_cwnd,
+	       f[1].sk.snd_cwnd);
+	for (int i = 0; i < 2; i++)
+		if (ops->release)
+			ops->release(&f[i].sk);
+}
+
 int main(void)
 {
 	struct tcp_congestion_ops *all[] = { &reno_ops, &PROG };
@@ -316,6 +343,7 @@ int main(void)
 		rto_from_open(all[i]);
 		rto_in_recovery(all[i], false);
 		rto_in_recovery(all[i], true);
+		coupled_avoidance(all[i]);
 	}
 	return 0;
 }
