@@ -4,6 +4,7 @@ give within / outside / not comparable with the reason."""
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -419,3 +420,63 @@ def test_one_value_per_cell_in_a_reproduction_report() -> None:
         for delay in (0, 100, 500):
             (c,) = refs.check(res, shipped(), [f"000-t1-{column}-{delay}ms"])
             assert rows[str(10 + delay)][f"{variant} gain %"] == reproduce._fmt(c.ours)
+
+
+# --- every transcribed number against the digest of the papers (../shared/PAPERS.md) ------
+
+DIGEST = Path(__file__).resolve().parents[3] / "shared" / "PAPERS.md"
+METHODS_000 = {"NoPR": "nopr", "D-SACK": "dsack", "TCP-DOOR": "tcpdoor", "PR-R": "prr"}
+METHODS_003 = {"NoPR": "nopr", "DSACK": "dsack", "Eifel": "eifel", "TCP-DOOR": "tcpdoor",
+               "F-RTO": "frto"}  # fmt: skip
+
+
+def _digest() -> str:
+    if not DIGEST.is_file():
+        pytest.skip(f"{DIGEST} is not in this checkout's neighbourhood")
+    return DIGEST.read_text()
+
+
+def quoted() -> dict[str, float]:
+    """Reference id -> the value the digest quotes, parsed from its table lines."""
+    text, out = _digest(), {}
+    seed = re.split(r"^## ", text, flags=re.M)
+    s000, s003, s004 = (next(p for p in seed if p.startswith(k)) for k in ("000", "003", "004"))
+    table1 = re.sub(r"Linux (\d+) %, NS-3 (\d+) %", r"\1 %, \2 %", s000)
+    for delay, linux, ns3 in re.findall(r"(\d+) ms: (\d+) %, (\d+) %", table1):
+        out[f"000-t1-linux-{delay}ms"], out[f"000-t1-ns3-{delay}ms"] = float(linux), float(ns3)
+    for tag, line in re.findall(r"- (50 m|70 m|PDR 0\.\d %): (.+)", s000):
+        key = "t3-" + tag.replace(" ", "") if "m" in tag and "PDR" not in tag else None
+        key = key or "t4-pdr" + tag.split()[1]
+        for name, bo, r, lu in re.findall(r"([A-Za-z-]+) ([\d.]+)/([\d.]+)/([\d.]+)", line):
+            m = METHODS_000[name]
+            for metric, v in (("ooo-bo", bo), ("ooo-r", r), ("lu", lu)):
+                out[f"000-{key}-{m}-{metric}"] = float(v)
+    for table in ("III", "IV"):
+        block = s003.split(f"Table {table}")[1].split("- Table")[0].split("- Text")[0]
+        for name, cells in re.findall(r"- ([A-Za-z-]+) (.+)", block):
+            for s, scenario in enumerate(cells.split(" | "), 1):
+                for col, v in zip(("co", "un", "fc"), scenario.split("/"), strict=True):
+                    out[f"003-t{3 if table == 'III' else 4}-s{s}-{METHODS_003[name]}-{col}"] = (
+                        float(v)
+                    )
+    cpu = re.search(r"2 subflows\s+(\d+) % -> (\d+) %, 8 subflows (\d+) % -> (\d+) %", s004)
+    assert cpu is not None
+    out["004-f8-cpu-2sf-regular"], out["004-f8-cpu-2sf-allshortcuts"] = map(float, cpu.groups()[:2])
+    out["004-f8-cpu-8sf-regular"], out["004-f8-cpu-8sf-allshortcuts"] = map(float, cpu.groups()[2:])
+    return out
+
+
+def test_every_table_value_is_the_digests() -> None:
+    q = quoted()
+    assert len(q) == 6 + 48 + 120 + 4
+    assert {i: shipped()[i].ref.value for i in q} == q
+
+
+def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
+    assert "max 5 Mbit/s" in _digest() and "/ 15 Mbit/s" in _digest()  # both quoted
+    assert [shipped()[i].ref.value for i in ("000-text-s1-tcp-max", "000-text-s2-tcp-max")] == [
+        15,
+        15,
+    ]
+    header = (refs.REFERENCES_DIR / "000-alheid-prr.yaml").read_text().split("\npaper:")[0]
+    assert "15 is taken" in header and "12.26 % of 54 Mbit/s" in header
