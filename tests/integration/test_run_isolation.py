@@ -70,7 +70,7 @@ def test_each_run_starts_from_the_baseline(tmp_path: Path) -> None:
     assert client["b"]["net.ipv4.tcp_wmem"] == "4096 16384 70000"
     assert client["a"]["net.ipv4.tcp_wmem"] != "4096 16384 70000"
     assert client["a"]["net.ipv4.tcp_notsent_lowat"] != client["b"]["net.ipv4.tcp_notsent_lowat"]
-    assert (client["a"]["net.ipv4.tcp_sack"], client["b"]["net.ipv4.tcp_sack"]) == ("1", "0")
+    assert (client["a"]["net.ipv4.tcp_frto"], client["b"]["net.ipv4.tcp_frto"]) == ("2", "0")
     assert len(ab["a"]["client"]["endpoints"]) == 2
     assert len(ab["b"]["client"]["endpoints"]) == 1
     assert virtual.leftovers("iso") == []

@@ -95,7 +95,7 @@ def test_expected_is_the_baseline_with_the_variant_on_top() -> None:
     client = want["client"]
     assert client.sysctls["net.ipv4.tcp_wmem"] == "4096 16384 70000"
     assert client.sysctls["net.ipv4.tcp_rmem"] == "4096 131072 33554432"  # the baseline's
-    assert client.sysctls["net.ipv4.tcp_sack"] == "0"
+    assert client.sysctls["net.ipv4.tcp_frto"] == "0"
     assert client.mptcp_limits == {"subflows": "8", "add_addr_accepted": "8"}
     assert client.endpoints == ("10.1.1.2 id 1 subflow dev wlan0",)
     assert want["server"].endpoints == ()
