@@ -14,7 +14,7 @@ APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-s
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
-.PHONY: all setup system venv run test unit integration lint bench clean help
+.PHONY: all setup system venv run test unit integration lint bench clean help reproduce papers-docs
 all: help
 
 help:
@@ -68,6 +68,18 @@ lint: venv
 
 bench: setup
 	$(BIN)/python -m bench
+
+# A paper's full profile (hours; run it in the background: `nohup make reproduce SEED=000 &`):
+# runs and collects its campaigns, writes reports/reproductions/$(SEED)/, then the numbers
+# section of docs/papers.md. Commit both.
+SEED ?=
+reproduce: setup
+	@test -n "$(SEED)" || { echo "usage: make reproduce SEED=000 (000..004)"; exit 2; }
+	$(BIN)/mprig reproduce $(SEED) --profile full --run
+	$(BIN)/mprig reproduce --docs docs/papers.md
+
+papers-docs: venv
+	$(BIN)/mprig reproduce --docs docs/papers.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -37,8 +37,9 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
   as Reno (tests/integration/test_bpfcc_reorder_vm.py).
 - Coupling: `door` and `prr` are Reno per subflow (uncoupled), and a subflow runs one
   congestion control, so a paper row that ran them with coupled increase (seed 000: LIA)
-  needs one BPF program doing both (kernel-configs/bpf/coupled.h holds LIA's increase, as
-  cwa.c uses it); those programs (`prr_lia`, `door_lia`) are not written yet.
+  runs the BPF programs that do both: `prr_lia` and `door_lia` (the same recovery over
+  LIA's increase, kernel-configs/bpf/coupled.h); their cc presets are `prr_lia` and
+  `tcpdoor_lia`, which the `prr` and `tcpdoor` recovery presets accept.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RecoveryPreset:
     sysctls: Mapping[str, str]  # full sysctl name -> value, set on client and server
     differs: str  # how Linux's mechanism differs from the papers' NS-3 model
     cc: str | None = None  # the cc preset the mechanism is (PR-R, TCP-DOOR); None: any
+    coupled_cc: str | None = None  # the same mechanism over LIA's coupled increase
 
 
 def _knobs(**values: int) -> Mapping[str, str]:
@@ -126,6 +128,7 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
             "retransmission undo) instead of TCP-DOOR's ADSN/TPSN option, and suspends only "
             "fast-recovery reductions (not RTO) for one RTT.",
             cc="tcpdoor",
+            coupled_cc="tcpdoor_lia",
         ),
         "prr": RecoveryPreset(
             "prr",
@@ -134,6 +137,7 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
             "the BPF algorithm `prr` keeps cwnd on entering fast recovery; Linux's PRR still "
             "paces the retransmissions by packet conservation during recovery.",
             cc="prr",
+            coupled_cc="prr_lia",
         ),
     }
 )
@@ -187,6 +191,8 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
         ),
         "prr": CCPreset("prr", "PR-R", "prr", _BPF),
         "tcpdoor": CCPreset("tcpdoor", "TCP-DOOR", "door", _BPF),
+        "prr_lia": CCPreset("prr_lia", "PR-R over Co-CC (LIA)", "prr_lia", _BPF),
+        "tcpdoor_lia": CCPreset("tcpdoor_lia", "TCP-DOOR over Co-CC (LIA)", "door_lia", _BPF),
         "cwa": CCPreset("cwa", "CWA-MPTCP", "cwa", _BPF),
     }
 )
@@ -203,7 +209,7 @@ class CCCheck:
 
 
 # Kernel algorithms whose increase couples the subflows of one MPTCP connection.
-COUPLED_ALGORITHMS = frozenset({"lia", "olia", "balia", "wvegas", "cwa"})
+COUPLED_ALGORITHMS = frozenset({"lia", "olia", "balia", "wvegas", "cwa", "prr_lia", "door_lia"})
 
 
 def coupling(cc: str) -> str:
@@ -250,7 +256,10 @@ def check_cc(name: str, available: Iterable[str]) -> CCCheck:
 def check_recovery_cc(recovery: str | None, cc: str) -> None:
     """A recovery preset that is a congestion control (PR-R, TCP-DOOR) needs that cc."""
     preset = RECOVERY_PRESETS.get(recovery or "")
-    if preset is None or preset.cc is None or cc_algorithm(cc) == cc_algorithm(preset.cc):
+    if preset is None or preset.cc is None:
+        return
+    allowed = [c for c in (preset.cc, preset.coupled_cc) if c is not None]
+    if cc_algorithm(cc) in {cc_algorithm(c) for c in allowed}:
         return
     raise UsageError(
         f"recovery {preset.name!r} ({preset.paper_name}) is the congestion control "

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS_DIR = ROOT / "experiments" / "papers"
+REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed full-profile reproductions
 PROFILES = ("quick", "full")
 
 
@@ -324,12 +325,17 @@ def markdown_table(rows: list[dict[str, str]]) -> list[str]:
 
 
 def check_lines(checks: list[Check]) -> list[str]:
-    """The references verdict table: ours beside the paper's."""
+    """The references verdict table: ours beside the paper's, ours printed as the
+    comparison tables print it (`_fmt`), so one number reads the same everywhere."""
     from reports.report import check_rows
 
     keep = ("id", "source", "paper_value", "bound", "ours", "ci", "window", "unit", "n",
             "n_needed", "verdict", "reason")  # fmt: skip
-    return markdown_table([{k: r[k] for k in keep} for r in check_rows(checks)])
+    rows = []
+    for c, row in zip(checks, check_rows(checks), strict=True):
+        row["ours"] = "–" if c.ours is None else _fmt(c.ours)
+        rows.append({k: row[k] for k in keep})
+    return markdown_table(rows)
 
 
 def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
@@ -482,8 +488,114 @@ def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
         _mprig("collect", str(results_root / f"{stem}-{profile}"))
 
 
+def verdict_summary(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
+    """Verdict counts, in all and per campaign, and one record per reference checked."""
+    from reports.report import verdict_counts
+
+    checks = [c for o in outcomes for c in o.checks]
+    return {
+        "counts": verdict_counts(checks),
+        "campaigns": {f"{o.stem}-{o.profile}": verdict_counts(o.checks) for o in outcomes},
+        "checks": [
+            {
+                "id": c.id,
+                "campaign": f"{o.stem}-{o.profile}",
+                "verdict": c.verdict,
+                "paper": c.entry.ref.value if c.entry else None,
+                "ours": c.ours,
+                "low": _json_number(c.low),
+                "high": _json_number(c.high),
+                "window": [_json_number(x) for x in c.window] if c.window else None,
+                "n": c.n,
+                "n_base": c.n_base,
+                "n_needed": c.n_needed,
+            }
+            for o in outcomes
+            for c in o.checks
+        ],
+    }
+
+
+def _json_number(x: float) -> float | None:
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
+    """What the runs ran on, read from their run.json: kernels, tool versions, rig mode and
+    whether the VM had KVM or software emulation ("unrecorded" where run.json says not)."""
+    seen: dict[str, set[str]] = {"kernels": set(), "rig_modes": set(), "acceleration": set()}
+    tools: dict[str, set[str]] = {}
+    runs: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        if o.results is None:
+            continue
+        r = o.results
+        runs[f"{o.stem}-{o.profile}"] = {"runs": len(r.runs), "complete": len(r.complete)}
+        for bundle in r.bundles.values():
+            seen["rig_modes"].add(str(bundle.get("rig_mode", "unrecorded")))
+            vm = bundle.get("vm") if isinstance(bundle.get("vm"), dict) else {}
+            accel = bundle.get("acceleration") or (vm or {}).get("accel") or "unrecorded"
+            seen["acceleration"].add(str(accel))
+            for host in (bundle.get("hosts") or {}).values():
+                seen["kernels"].add(str(host.get("kernel", "unrecorded")))
+                for tool, version in (host.get("tools") or {}).items():
+                    tools.setdefault(str(tool), set()).add(str(version))
+    return {
+        **{k: sorted(v) for k, v in seen.items()},
+        "tools": {k: sorted(v) for k, v in sorted(tools.items())},
+        "campaigns": runs,
+    }
+
+
+def metrics_frame(outcomes: list[CampaignOutcome]) -> pd.DataFrame:
+    """Every run of the paper's campaigns, one row each, with its campaign's name."""
+    import pandas as pd
+
+    frames = []
+    for o in outcomes:
+        if o.results is not None:
+            frames.append(o.results.runs.assign(campaign=f"{o.stem}-{o.profile}"))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _figure_lines(plan: PaperPlan, outcomes: list[CampaignOutcome], out: Path) -> list[str]:
+    from reports import figures
+
+    lines = []
+    for o in outcomes:
+        if o.results is None or o.results.complete.empty:
+            continue
+        for plot in figures.axis_figures(o.results, out / "figures" / o.stem):
+            lines.append(f"![{o.stem}: {plot.title}](figures/{o.stem}/{plot.png.name})")
+    return ["## Figures", "", *lines, ""] if lines else []
+
+
+def write_reproduction(
+    plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...] | None, out: Path
+) -> Path:
+    """OUT/: metrics.parquet and .csv, report.md (+ figures/), environment.json and
+    verdicts.json; every file written atomically. Returns OUT/report.md."""
+    import json
+
+    from mprig import fsio
+
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = metrics_frame(outcomes)
+    with fsio.atomic_path(out / "metrics.parquet") as tmp:
+        metrics.to_parquet(tmp)
+    fsio.write_text(out / "metrics.csv", metrics.to_csv(index=False))
+    summary = {"seed": plan.seed, "profile": outcomes[0].profile if outcomes else ""}
+    env = {**summary, **environment(outcomes)}
+    fsio.write_text(out / "environment.json", json.dumps(env, indent=1, sort_keys=True) + "\n")
+    verdicts = {**summary, **verdict_summary(outcomes)}
+    fsio.write_text(out / "verdicts.json", json.dumps(verdicts, indent=1) + "\n")
+    text = render(plan, outcomes, cc) + "\n".join(_figure_lines(plan, outcomes, out))
+    return fsio.write_text(out / "report.md", text)
+
+
 def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
-    """Optionally run a paper's campaigns, then write OUT/<seed>-<profile>.md."""
+    """Optionally run a paper's campaigns, then write OUT/<seed>/ (full profile) or
+    OUT/<seed>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
     if seed not in PAPERS:
         raise UsageError(f"seed {seed!r}: no such paper (papers: {', '.join(PAPERS)})")
     plan = PAPERS[seed]
@@ -491,18 +603,66 @@ def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool)
         run_campaigns(plan, profile, results_root)
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
     cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{seed}-{profile}.md"
-    path.write_text(render(plan, outcomes, cc))
-    return path
+    name = seed if profile == "full" else f"{seed}-{profile}"
+    return write_reproduction(plan, outcomes, cc, out / name)
+
+
+DOCS_BEGIN = "<!-- reproductions: generated by `make papers-docs` from reports/reproductions -->"
+DOCS_END = "<!-- reproductions: end -->"
+
+
+def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
+    """The numbers section of docs/papers.md: per committed reproduction, its verdict
+    counts and environment, read from verdicts.json and environment.json."""
+    import json
+
+    from reports.references import VERDICTS
+
+    lines = [DOCS_BEGIN, "", "| seed | profile | " + " | ".join(VERDICTS) + " | rig |"]
+    lines.append("|" + "---|" * (len(VERDICTS) + 3))
+    for seed in PAPERS:
+        verdicts, env = (
+            reproductions / seed / "verdicts.json",
+            reproductions / seed / "environment.json",
+        )
+        if not verdicts.is_file():
+            lines.append(f"| {seed} | – | " + " | ".join("–" for _ in VERDICTS) + " | not run |")
+            continue
+        v, e = json.loads(verdicts.read_text()), json.loads(env.read_text())
+        counts = " | ".join(str(v["counts"].get(k, 0)) for k in VERDICTS)
+        rig = ", ".join(
+            [*e.get("rig_modes", []), *e.get("acceleration", []), *e.get("kernels", [])]
+        )
+        lines.append(f"| {seed} | {v.get('profile', '')} | {counts} | {rig} |")
+    lines += ["", "Per reference: `reports/reproductions/<seed>/report.md`; a seed without a "
+              "committed reproduction runs with `make reproduce SEED=<seed>` (hours).", "",
+              DOCS_END]  # fmt: skip
+    return "\n".join(lines)
+
+
+def update_docs(path: Path, reproductions: Path = REPRODUCTIONS) -> bool:
+    """Rewrite PATH's generated section; True when it changed."""
+    from mprig import fsio
+
+    text = path.read_text()
+    if DOCS_BEGIN not in text or DOCS_END not in text:
+        raise UsageError(f"{path}: no generated section ({DOCS_BEGIN} ... {DOCS_END})")
+    head, rest = text.split(DOCS_BEGIN, 1)
+    tail = rest.split(DOCS_END, 1)[1]
+    new = head + docs_section(reproductions) + tail
+    if new != text:
+        fsio.write_text(path, new)
+    return new != text
 
 
 EPILOG = """\
 examples:
   mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
-                                         results/reproduce/000-quick.md
+                                         results/reproduce/000-quick/ (report.md, metrics,
+                                         environment.json, verdicts.json)
   mprig reproduce 004 --profile full --run
-                                         the paper's run lengths and repetitions (hours)
+                                         the paper's run lengths and repetitions (hours);
+                                         writes reports/reproductions/004/ (committed)
   mprig reproduce 000 003                report from results already collected
   mprig reproduce --list                 the papers and their campaign files
 """
@@ -523,19 +683,28 @@ def register(subparsers: Any) -> None:
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="report directory (default: RESULTS/reproduce)")  # fmt: skip
+                   help="where SEED/ goes (default: reports/reproductions for the full "
+                   "profile, RESULTS/reproduce for quick)")  # fmt: skip
     p.add_argument("--list", action="store_true", help="list the papers and campaigns")
+    p.add_argument("--docs", type=Path, default=None, metavar="FILE",
+                   help="rewrite FILE's numbers section from reports/reproductions "
+                   "(docs/papers.md; `make papers-docs`)")  # fmt: skip
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Write one report per seed; print where."""
+    if args.docs is not None:
+        changed = update_docs(args.docs)
+        print(f"{args.docs}: {'updated' if changed else 'up to date'}")
+        return 0
     if args.list or not args.seeds:
         for seed, plan in PAPERS.items():
             files = " ".join(campaign_file(s, args.profile).name for s in plan.campaigns)
             print(f"{seed}  {plan.title}\n     {files}")
         return 0 if args.list else 2
-    out = args.out or args.results / "reproduce"
+    default = REPRODUCTIONS if args.profile == "full" else args.results / "reproduce"
+    out = args.out or default
     for seed in args.seeds:
         print(reproduce(seed, args.profile, args.results, out, args.run))
     return 0

@@ -18,7 +18,7 @@ from mprig.plan import Run, expand
 from mprig.spec import load_campaign
 
 PAPERS = Path(__file__).resolve().parents[1] / "experiments" / "papers"
-ALL_CC = "reno cubic lia olia prr door cwa"
+ALL_CC = "reno cubic lia olia prr door cwa prr_lia door_lia"
 
 Model = Callable[[Run, np.random.Generator], dict[str, float]]
 

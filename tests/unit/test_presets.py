@@ -169,3 +169,11 @@ def test_bpf_cc_is_unavailable_until_loaded_with_the_reason() -> None:
         "program in kernel-configs/bpf, built and registered by mprig at campaign start"
     )
     assert presets.check_cc("prr", (*MAINLINE, "prr")) == presets.CCCheck("prr", "prr", True, "")
+
+
+@pytest.mark.parametrize(("recovery", "cc"), [("prr", "prr_lia"), ("tcpdoor", "tcpdoor_lia")])
+def test_prr_and_tcpdoor_compose_with_the_coupled_increase(recovery: str, cc: str) -> None:
+    presets.check_recovery_cc(recovery, cc)  # accepted: BPF prr_lia / door_lia
+    assert presets.coupling(cc) == "coupled"
+    with pytest.raises(UsageError):
+        presets.check_recovery_cc(recovery, "lia")  # LIA alone is not PR-R or TCP-DOOR

@@ -151,6 +151,11 @@ def test_ours_is_the_mean_of_per_repetition_values() -> None:
             "(6.1.0-56-amd64); available: cubic reno",
         ),
         (
+            "003-t3-s1-tcpdoor-co",
+            "coupled congestion control (door_lia) not available on this kernel "
+            "(6.1.0-56-amd64); available: cubic reno",
+        ),
+        (
             "003-t3-s1-nopr-co",
             "coupled congestion control (lia) not available on this kernel "
             "(6.1.0-56-amd64); available: cubic reno",

@@ -1,0 +1,100 @@
+"""`mprig reproduce SEED --profile full` writes reports/reproductions/SEED/ (metrics, report
+with figures, environment, verdict counts), and docs/papers.md takes its numbers from there.
+Built and checked on synthetic results of the real campaigns (tests/paper_synth.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import paper_synth as ps
+import pytest
+
+from reports import reproduce
+from reports.references import VERDICTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("results")
+    for stem in reproduce.PAPERS["000"].campaigns:
+        reps = 5 if stem == "000-table1" else 2  # scenarios: keep the test light
+        ps.write(results / f"{stem}-full", f"{stem}-full", repetitions=reps)
+    out = tmp_path_factory.mktemp("reproductions")
+    report = reproduce.reproduce("000", "full", results, out, run=False)
+    assert report == out / "000" / "report.md"
+    return out / "000"
+
+
+def test_the_directory_holds_metrics_report_environment_and_verdicts(written: Path) -> None:
+    names = sorted(p.name for p in written.iterdir())
+    assert names == [
+        "environment.json",
+        "figures",
+        "metrics.csv",
+        "metrics.parquet",
+        "report.md",
+        "verdicts.json",
+    ]
+    metrics = pd.read_parquet(written / "metrics.parquet")
+    assert len(metrics) == 4 * 3 * 5 + 9 * 10 * 2 + 9 * 10 * 2
+    assert len(pd.read_csv(written / "metrics.csv")) == len(metrics)
+    assert set(metrics["campaign"]) == {f"{s}-full" for s in reproduce.PAPERS["000"].campaigns}
+
+
+def test_environment_names_kernel_tools_and_rig_mode(written: Path) -> None:
+    env = json.loads((written / "environment.json").read_text())
+    assert (env["seed"], env["profile"], env["kernels"], env["rig_modes"]) == (
+        "000",
+        "full",
+        ["6.12.0-synthetic"],
+        ["virtual"],
+    )
+    assert env["acceleration"] == ["unrecorded"]  # run.json does not say KVM or emulation
+    assert env["tools"] == {"iperf3": ["3.18"]}
+    assert env["campaigns"]["000-table1-full"] == {"runs": 60, "complete": 60}
+
+
+def test_verdict_counts_add_up_to_the_checks(written: Path) -> None:
+    v = json.loads((written / "verdicts.json").read_text())
+    assert list(v["counts"]) == list(VERDICTS)
+    assert sum(v["counts"].values()) == len(v["checks"]) == 64  # every reference of seed 000
+    per = {k: sum(c.values()) for k, c in v["campaigns"].items()}
+    assert sum(per.values()) == len(v["checks"])
+    t1 = {c["id"]: c for c in v["checks"] if c["id"].startswith("000-t1-")}
+    assert len(t1) == 6 and all(c["n"] == 5 and c["n_base"] == 5 for c in t1.values())
+
+
+def test_report_prints_one_value_per_cell_and_links_its_figures(written: Path) -> None:
+    text = (written / "report.md").read_text()
+    v = json.loads((written / "verdicts.json").read_text())
+    ns3 = {c["id"]: reproduce._fmt(c["ours"]) for c in v["checks"] if "-t1-ns3-" in c["id"]}
+    ns3_section = text.split("Table I, NS-3 column")[1].splitlines()
+    table = next(line for line in ns3_section if line.startswith("| 10 | "))
+    row = [cell.strip() for cell in table.strip("|").split("|")]
+    assert ns3["000-t1-ns3-0ms"] in row  # the table's gain cell is the verdict's number
+    verdict_row = next(line for line in text.splitlines() if line.startswith("| 000-t1-ns3-0ms"))
+    assert f"| {ns3['000-t1-ns3-0ms']} |" in verdict_row
+    links = [line for line in text.splitlines() if line.startswith("![")]
+    assert links and all((written / line.split("](")[1].rstrip(")")).is_file() for line in links)
+
+
+def test_docs_papers_md_agrees_with_the_committed_reproductions() -> None:
+    """docs/papers.md's numbers come from reports/reproductions (make papers-docs)."""
+    text = (ROOT / "docs" / "papers.md").read_text()
+    start, end = text.index(reproduce.DOCS_BEGIN), text.index(reproduce.DOCS_END)
+    assert text[start : end + len(reproduce.DOCS_END)] == reproduce.docs_section()
+
+
+def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) -> None:
+    docs = tmp_path / "papers.md"
+    docs.write_text(f"intro\n{reproduce.DOCS_BEGIN}\nstale\n{reproduce.DOCS_END}\nrest\n")
+    assert reproduce.update_docs(docs, written.parent) is True
+    v = json.loads((written / "verdicts.json").read_text())
+    row = "| 000 | full | " + " | ".join(str(v["counts"][k]) for k in VERDICTS)
+    assert row + " | virtual, unrecorded, 6.12.0-synthetic |" in docs.read_text()
+    assert "| 001 | – |" in docs.read_text() and "stale" not in docs.read_text()
+    assert reproduce.update_docs(docs, written.parent) is False
