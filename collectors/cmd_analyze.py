@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from mprig.argtypes import bounded_float, bounded_int
+
 EPILOG = """\
 examples:
   mprig analyze results/smoke/<run>/client.pcap
@@ -40,6 +42,10 @@ TEXT_KEYS = (
 )
 
 
+K_TYPE = bounded_int(1, 1_000_000, "packets per block; no capture mprig records holds more")
+BIN_TYPE = bounded_float(0.001, 3600.0, "seconds; finer than 1 ms is below timestamp noise")
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "analyze",
@@ -52,14 +58,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument(
         "--k",
-        type=int,
+        type=K_TYPE,
         default=100,
         metavar="K",
         help="packets per block for the receive-buffer metric (default 100)",
     )
     p.add_argument(
         "--bin",
-        type=float,
+        type=BIN_TYPE,
         default=0.1,
         metavar="SECONDS",
         help="goodput/throughput bin width (default 0.1)",
@@ -89,6 +95,17 @@ def _print_text(path: str, summaries: list[dict[str, Any]]) -> None:
             )
 
 
+def check_capture(path: str) -> None:
+    """A capture must be a regular file: a FIFO would block the reader forever."""
+    from mprig.errors import UsageError, escape
+    from mprig.safeio import check_regular
+
+    try:
+        check_regular(path, "capture")
+    except OSError as e:
+        raise UsageError(f"{escape(path)}: cannot read the capture: {e.strerror}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from collectors.analyze import analyze_pcap
     from mprig.errors import UsageError
@@ -97,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--k must be >= 1 and --bin > 0, got {args.k} and {args.bin}")
     docs = []
     for path in args.pcaps:
+        check_capture(path)
         result = analyze_pcap(path, k_block=args.k, bin_s=args.bin)
         for w in result.warnings:
             print(f"mprig: warning: {w}", file=sys.stderr)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from collectors.cmd_analyze import BIN_TYPE, K_TYPE
 from mprig.errors import UsageError
 
 EPILOG = """\
@@ -39,9 +40,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("results", metavar="RESULTS", type=Path, help="results/<campaign> or results/")
     k_help = "packets per block for the receive-buffer metric (default 100)"
-    p.add_argument("--k", type=int, default=100, metavar="K", help=k_help)
+    p.add_argument("--k", type=K_TYPE, default=100, metavar="K", help=k_help)
     bin_help = "width of the goodput and throughput bins (default 0.1)"
-    p.add_argument("--bin", type=float, default=0.1, metavar="SECONDS", dest="bin_s", help=bin_help)
+    p.add_argument(
+        "--bin", type=BIN_TYPE, default=0.1, metavar="SECONDS", dest="bin_s", help=bin_help
+    )
     p.add_argument("--force", action="store_true", help="re-analyse every run")
     p.add_argument("--quiet", action="store_true", help="no per-run progress lines")
     p.set_defaults(func=collect)

@@ -12,9 +12,12 @@ inventory's paths) is listed by `run_time_checks`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path as FsPath
 from typing import Any
+
+from pydantic import BaseModel
 
 from mprig import commands, knobs, plan, wifi
 from mprig.errors import MprigError
@@ -36,13 +39,16 @@ def plan_campaign(campaign: Campaign) -> list[Run]:
         runs = plan.expand(campaign)
     except SpecIssue as e:
         raise campaign_error(campaign, list(e.issues)) from None
-    issues = _Issues(campaign)
+    issues = _Issues(campaign, len(runs))
     checked: set[tuple[int, ...]] = set()
-    for run in runs:
-        key = (id(run.variant), id(run.paths), id(run.traffic), id(run.capture))
-        if key not in checked:  # other repetitions of the same point and variant
-            checked.add(key)
-            issues.check(run)
+    try:
+        for run in runs:
+            key = (id(run.variant), id(run.paths), id(run.traffic), id(run.capture))
+            if key not in checked:  # other repetitions of the same point and variant
+                checked.add(key)
+                issues.check(run)
+    finally:
+        _KEYS.clear()
     if issues.found:
         raise campaign_error(campaign, issues.listed())
     return runs
@@ -67,15 +73,32 @@ def run_time_checks(campaign: Campaign, runs: list[Run]) -> list[str]:
 # -- what the runner computes from each run ---------------------------------------------
 
 
+FULL_ASSEMBLY_RUNS = 1000  # up to this many runs, every run's full command list is built
+
+
 class _Issues:
     """Problems found in a campaign's runs: at the spec's own line when the run uses the
-    value as written, at the sweep (naming the points) when a sweep value caused it."""
+    value as written, at the sweep (naming the points) when a sweep value caused it.
 
-    def __init__(self, campaign: Campaign) -> None:
+    Each distinct path, variant and traffic setting is checked once (a sweep of 100 000
+    runs has far fewer); the whole command list of a run (commands.for_run) is built for
+    the first run of each variant, and for every run of a plan of up to 1000 runs.
+    """
+
+    def __init__(self, campaign: Campaign, runs: int) -> None:
         self.campaign = campaign
         self.base: dict[tuple[Loc, str], None] = {}  # issues of values as written, in order
         self.swept: dict[str, dict[str, None]] = {}  # problem -> the points that have it
         self.links: Any = None
+        self.known: dict[tuple[Loc, str], list[tuple[Loc, str]]] = {}  # (loc, json) -> issues
+        self.as_written = {loc: key for loc, key in self._written(campaign)}
+        self.assembled: set[str] = set() if runs > FULL_ASSEMBLY_RUNS else {"<every run>"}
+
+    @staticmethod
+    def _written(c: Campaign) -> list[tuple[Loc, str]]:
+        out: list[tuple[Loc, str]] = [(("paths", i), _key(p)) for i, p in enumerate(c.paths)]
+        out += [(("variants", j), _key(v)) for j, v in enumerate(c.variants)]
+        return [*out, (("traffic",), _key(c.traffic) + "".join(k for _, k in out[: len(c.paths)]))]
 
     @property
     def found(self) -> bool:
@@ -91,19 +114,25 @@ class _Issues:
     def check(self, run: Run) -> None:
         c, clean = self.campaign, True
         for i, path in enumerate(run.paths):
-            clean &= self._add(run, ("paths", i), path == c.paths[i], path_issues(path))
+            clean &= self._once(run, ("paths", i), _key(path), partial(path_issues, path))
         j = next(i for i, v in enumerate(c.variants) if v.name == run.variant.name)
-        same = run.variant == c.variants[j]
-        clean &= self._add(run, ("variants", j), same, variant_issues(run.variant))
-        same = run.traffic == c.traffic and run.paths == c.paths
-        clean &= self._add(run, ("traffic",), same, traffic_issues(run.traffic, run.paths))
-        if clean:
+        key = _key(run.variant)
+        clean &= self._once(run, ("variants", j), key, lambda: variant_issues(run.variant))
+        key = _key(run.traffic) + "".join(_key(p) for p in run.paths)
+        clean &= self._once(run, ("traffic",), key, lambda: traffic_issues(run.traffic, run.paths))
+        if clean and ("<every run>" in self.assembled or run.variant.name not in self.assembled):
+            self.assembled.add(run.variant.name)
             self._commands(run)
 
-    def _add(self, run: Run, loc: Loc, as_written: bool, found: list[tuple[Loc, str]]) -> bool:
-        """Record the issues found at `loc`; whether there were none."""
+    def _once(
+        self, run: Run, loc: Loc, key: str, check: Callable[[], list[tuple[Loc, str]]]
+    ) -> bool:
+        """Check one setting (cached by its content); record its issues; whether none."""
+        found = self.known.get((loc, key))
+        if found is None:
+            found = self.known[(loc, key)] = check()
         for sub, message in found:
-            if as_written:
+            if self.as_written.get(loc) == key:
                 self.base[((*loc, *sub), message)] = None
             else:
                 named = _field_label(self.campaign, loc, sub)
@@ -118,11 +147,24 @@ class _Issues:
             self.links = layout(run.paths) if len(run.paths) <= MAX_PATHS else ()
         try:
             commands.for_run(run, self.links)
-        except (MprigError, ValueError) as e:
+        except (MprigError, ValueError, ArithmeticError) as e:
             if run.point:
                 self._swept(str(e), run)
             else:
                 self.base[((), str(e))] = None
+
+
+_KEYS: dict[int, tuple[object, str]] = {}
+
+
+def _key(model: BaseModel) -> str:
+    """A setting's content as JSON, cached by identity (runs share their settings)."""
+    cached = _KEYS.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    key = model.model_dump_json()
+    _KEYS[id(model)] = (model, key)
+    return key
 
 
 def _field_label(campaign: Campaign, loc: Loc, sub: Loc) -> str:

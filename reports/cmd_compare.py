@@ -7,6 +7,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from mprig.argtypes import bounded_float
+
+TOLERANCE = bounded_float(0.0, 10.0, "relative: 0.05 is 5%")
+
 FORMATS = ("md", "json", "html")
 EPILOG = """\
 examples:
@@ -32,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "baseline", type=Path, metavar="BASELINE", help="results/<campaign> of the baseline"
     )
     p.add_argument("current", type=Path, metavar="CURRENT", help="results/<campaign> to judge")
-    p.add_argument("--tolerance", type=float, default=0.05, help="relative tolerance (0.05)")
+    p.add_argument("--tolerance", type=TOLERANCE, default=0.05, help="relative tolerance (0.05)")
     p.add_argument("--format", default="md,json,html", help="comma list of md,json,html")
     p.add_argument("--out", type=Path, default=None, help="output directory (CURRENT/compare/)")
     p.set_defaults(func=run)

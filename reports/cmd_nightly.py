@@ -6,6 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
+from mprig.argtypes import bounded_int
+from reports.cmd_compare import TOLERANCE
+
 EPILOG = """\
 examples:
   mprig nightly experiments/nightly.yaml --baseline /var/lib/mprig/baseline \\
@@ -39,8 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=Path("results/nightly"),
         help="root of the nights' results (results/nightly)",
     )
-    p.add_argument("--keep", type=int, default=14, help="nights of results to keep (14; 0: all)")
-    p.add_argument("--tolerance", type=float, default=0.05, help="relative tolerance (0.05)")
+    keep = bounded_int(0, 100_000, "nights; 0 keeps all")
+    p.add_argument("--keep", type=keep, default=14, help="nights of results to keep (14; 0: all)")
+    p.add_argument("--tolerance", type=TOLERANCE, default=0.05, help="relative tolerance (0.05)")
     p.add_argument("--rig", default=None, metavar="NAME", help="virtual rig name for mprig run")
     p.add_argument("--date", default=None, help="night label YYYY-MM-DD (default: today, UTC)")
     p.add_argument(

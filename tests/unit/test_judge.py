@@ -250,3 +250,34 @@ def test_every_traffic_timeout_follows_the_duration() -> None:
     bulk = Traffic(tool="bulk", bytes=10**6, duration_s=200)
     assert traffic.timeout_s(bulk) == 215.0
     assert traffic.timeout_s(bulk.model_copy(update={"duration_s": 3})) == 18.0
+
+
+# -- command-line numbers and paths
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["analyze", "x.pcap", "--k", "9" * 5000], "argument --k: 999999999999999999999999999999"),
+        (["analyze", "x.pcap", "--k", "0"], "argument --k: 0 is out of range; allowed: 1 to 1e+06"),
+        (["analyze", "x.pcap", "--bin", "nan"], "argument --bin: 'nan' is not a number in range"),
+        (["analyze", "x.pcap", "--bin", "inf"], "argument --bin: 'inf' is not a number in range"),
+        (["collect", "results", "--k", "1e400"], "argument --k: not a whole number: '1e400'"),
+        (["collect", "results", "--bin", "-1"], "argument --bin: '-1' is not a number in range"),
+        (["compare", "a", "b", "--tolerance", "nan"], "argument --tolerance: 'nan' is not"),
+    ],
+)
+def test_number_options_are_bounded(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_fifo_capture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "client.pcap"
+    os.mkfifo(fifo)
+    assert main(["analyze", str(fifo)]) == 2
+    assert capsys.readouterr().err == (f"mprig: error: {fifo}: capture is a FIFO (named pipe)\n")
