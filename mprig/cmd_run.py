@@ -79,6 +79,13 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help=f"virtual rig name (namespaces mprig-NAME-*; default {DEFAULT_RIG})",
     )
+    p.add_argument(
+        "--inventory",
+        default=None,
+        metavar="PATH",
+        help="run on this lab inventory instead of the campaign's rig.inventory (which must"
+        " lie under inventory/); may lie anywhere",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--log-json", action="store_true", help="JSON event lines on stderr (CI)")
     p.add_argument("--outer-lock", action="store_true", help=argparse.SUPPRESS)
@@ -104,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     campaign, runs = judge.plan_file(args.file)  # the checks `mprig validate` makes
     results = Path(args.results).resolve() / campaign.name
     results.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "inventory", None):  # given on the command line: may lie anywhere
+        campaign = campaign.model_copy(update={"rig": campaign.rig.model_copy(
+            update={"inventory": args.inventory})})  # fmt: skip
     lab = campaign.rig.inventory != "virtual"
     requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
     if getattr(args, "kvm", None) is not None:
@@ -193,7 +203,8 @@ def _run_native(
         if lab:
             from mprig.rig import lab_cc
 
-            rig = inventory.rig_from_inventory(Path(campaign.rig.inventory))
+            explicit = bool(getattr(args, "inventory", None))
+            rig = inventory.rig_from_inventory(Path(campaign.rig.inventory), explicit=explicit)
             with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
                 lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
                 outcome = runner.run_campaign(

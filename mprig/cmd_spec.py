@@ -73,6 +73,13 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help=f"virtual rig name used in remote paths (default {DEFAULT_RIG}, as `mprig run`)",
     )
+    p.add_argument(
+        "--inventory",
+        default=None,
+        metavar="PATH",
+        help="lab inventory for --commands, instead of the campaign's rig.inventory (which"
+        " must lie under inventory/); may lie anywhere",
+    )
     p.set_defaults(func=plan)
 
 
@@ -96,18 +103,20 @@ def validate(args: argparse.Namespace) -> int:
 def plan(args: argparse.Namespace) -> int:
     campaign, runs = plan_file(args.file)
     try:
-        _print_plan(args, runs, campaign.rig.inventory)
+        _print_plan(args, runs, args.inventory or campaign.rig.inventory, args.inventory)
     except BrokenPipeError:  # `mprig plan X | head`: the reader left, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
-def _print_plan(args: argparse.Namespace, runs: list[Run], inventory: str) -> None:
+def _print_plan(
+    args: argparse.Namespace, runs: list[Run], inventory: str, explicit: str | None
+) -> None:
     if args.json:
         json.dump([run_json(r) for r in runs], sys.stdout, indent=1)
         print()
     elif args.commands:
-        print_commands(runs, inventory, args.rig)
+        print_commands(runs, inventory, args.rig, explicit=explicit is not None)
     else:
         print_table(runs)
 
@@ -151,20 +160,22 @@ def print_table(runs: list[Run]) -> None:
     print(f"{len(runs)} runs")
 
 
-def print_commands(runs: list[Run], inventory: str, rig: str) -> None:
+def print_commands(runs: list[Run], inventory: str, rig: str, *, explicit: bool = False) -> None:
     """Per run, a `# run` header, then `host: command` for every command it applies."""
     import shlex
 
     from mprig import commands
 
-    links, server_addr = rig_links(runs, inventory)
+    links, server_addr = rig_links(runs, inventory, explicit=explicit)
     for run in runs:
         print(f"# run {run.index} {run.run_id}")
         for host, argv in commands.for_run(run, links, server_addr=server_addr, rig=rig):
             print(f"{host}: {shlex.join(argv)}")
 
 
-def rig_links(runs: list[Run], inventory: str) -> tuple[tuple[PathLink, ...], str]:
+def rig_links(
+    runs: list[Run], inventory: str, *, explicit: bool = False
+) -> tuple[tuple[PathLink, ...], str]:
     """Where the campaign's paths live, and the server address: the virtual rig's layout,
     or the `mprig_paths` of a lab inventory (read with ansible-inventory, nothing changed)."""
     if inventory == "virtual":
@@ -177,7 +188,8 @@ def rig_links(runs: list[Run], inventory: str) -> tuple[tuple[PathLink, ...], st
     from mprig.rig.host import PathLink
     from mprig.rig.inventory import load_inventory
 
-    hostvars = load_inventory(Path(inventory)).get("_meta", {}).get("hostvars", {})
+    data = load_inventory(Path(inventory), explicit=explicit)
+    hostvars = data.get("_meta", {}).get("hostvars", {})
     first: dict[str, Any] = next(iter(hostvars.values()), {})
     if "mprig_paths" not in first or "mprig_server_addr" not in first:
         raise UsageError(f"{inventory}: mprig_paths and mprig_server_addr must be set")

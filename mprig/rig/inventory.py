@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from mprig.errors import UsageError
+from mprig.errors import UsageError, escape
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink, Rig
 
@@ -99,10 +100,47 @@ def write_inventory(rig: str, links: Sequence[PathLink], state: Path) -> Path:
 # -- loading a lab inventory -------------------------------------------------------------
 
 
-def load_inventory(path: Path) -> dict[str, Any]:
-    """`ansible-inventory --list` of path, as a mapping (hostvars under _meta)."""
+# Static inventory plugins only: an executable file would otherwise be run as a script.
+STATIC_PLUGINS = "host_list,yaml,ini,toml"
+
+
+def check_inventory(path: Path, *, explicit: bool) -> Path:
+    """`path` if mprig may read it as an inventory; UsageError saying why not.
+
+    A path named inside a campaign file (explicit=False) must lie, symlinks followed, under
+    the project's inventory/ or the current directory's: a campaign cannot point mprig at
+    any file on the machine. A path given on the command line (explicit=True) may lie
+    anywhere. Either way no inventory file may be executable: Ansible would run it as a
+    script, and mprig reads inventories as static YAML/INI only.
+    """
+    shown = escape(str(path))
     if not path.exists():
-        raise UsageError(f"{path}: inventory not found")
+        raise UsageError(f"{shown}: inventory not found")
+    if not explicit and not _under_inventory_dir(path):
+        raise UsageError(
+            f"{shown}: a campaign's rig.inventory must lie under inventory/ (symlinks"
+            " followed); give an inventory elsewhere on the command line: --inventory PATH"
+        )
+    files = [path] if path.is_file() else [f for f in path.iterdir() if f.is_file()]
+    for f in files:
+        if os.access(f, os.X_OK):
+            raise UsageError(
+                f"{escape(str(f))}: inventory file is executable; Ansible would run it as a"
+                " script, mprig reads inventories as static YAML/INI: chmod -x it"
+            )
+    return path
+
+
+def _under_inventory_dir(path: Path) -> bool:
+    real = path.resolve()
+    roots = {(REPO / "inventory").resolve(), (Path.cwd() / "inventory").resolve()}
+    return any(real.is_relative_to(root) for root in roots)
+
+
+def load_inventory(path: Path, *, explicit: bool = True) -> dict[str, Any]:
+    """`ansible-inventory --list` of path, as a mapping (hostvars under _meta); see
+    check_inventory for the paths it accepts."""
+    check_inventory(path, explicit=explicit)
     from mprig.rig.provision import ansible_tool
 
     p = subprocess.run(
@@ -111,6 +149,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, "ANSIBLE_INVENTORY_ENABLED": STATIC_PLUGINS},
     )
     if p.returncode != 0:
         raise UsageError(f"{path}: ansible-inventory failed: {p.stderr.strip()[:300]}")
@@ -118,11 +157,13 @@ def load_inventory(path: Path) -> dict[str, Any]:
     return data
 
 
-def rig_from_inventory(path: Path, data: dict[str, Any] | None = None) -> Rig:
+def rig_from_inventory(
+    path: Path, data: dict[str, Any] | None = None, *, explicit: bool = True
+) -> Rig:
     """Build a lab Rig from an Ansible inventory (hosts reached over SSH, no namespaces)."""
     from mprig.rig.ssh import SshHost
 
-    data = data if data is not None else load_inventory(path)
+    data = data if data is not None else load_inventory(path, explicit=explicit)
     hostvars: dict[str, dict[str, Any]] = data.get("_meta", {}).get("hostvars", {})
     if not {"client", "server"} <= hostvars.keys():
         raise UsageError(f"{path}: the inventory needs hosts named client and server")

@@ -281,3 +281,56 @@ def test_fifo_capture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
     os.mkfifo(fifo)
     assert main(["analyze", str(fifo)]) == 2
     assert capsys.readouterr().err == (f"mprig: error: {fifo}: capture is a FIFO (named pipe)\n")
+
+
+# -- inventories
+
+
+def lab_spec(tmp_path: Path, inventory: str) -> Path:
+    spec = tmp_path / "lab.yaml"
+    spec.write_text(BASE + f"rig:\n  inventory: {inventory}\n")
+    return spec
+
+
+def test_campaign_inventory_outside_inventory_dir_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "hosts.yml"
+    outside.write_text("all: {}\n")
+    assert main(["plan", "--commands", str(lab_spec(tmp_path, str(outside)))]) == 2
+    assert capsys.readouterr().err == (
+        f"mprig: error: {outside}: a campaign's rig.inventory must lie under inventory/"
+        " (symlinks followed); give an inventory elsewhere on the command line:"
+        " --inventory PATH\n"
+    )
+
+
+def test_symlink_out_of_inventory_dir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "secret.yml").write_text("all: {}\n")
+    (tmp_path / "inventory").mkdir()
+    (tmp_path / "inventory" / "lab.yml").symlink_to(tmp_path / "secret.yml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--commands", str(lab_spec(tmp_path, "inventory/lab.yml"))]) == 2
+    assert "must lie under inventory/ (symlinks followed)" in capsys.readouterr().err
+
+
+def test_executable_inventory_is_never_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "inventory" / "lab.sh"
+    script.parent.mkdir()
+    script.write_text(f"#!/bin/sh\ntouch {marker}\necho '{{}}'\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert (
+        main(["plan", "--commands", "--inventory", str(script), str(lab_spec(tmp_path, "virtual"))])
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        f"mprig: error: {script}: inventory file is executable; Ansible would run it as a"
+        " script, mprig reads inventories as static YAML/INI: chmod -x it\n"
+    )
+    assert not marker.exists()

@@ -218,9 +218,12 @@ def test_plan_commands_on_a_lab_inventory(
 ) -> None:
     (tmp_path / "hosts.yml").write_text(LAB_INVENTORY)
     campaign = tmp_path / "lab.yaml"
-    campaign.write_text(SMOKE.read_text() + f"rig:\n  inventory: {tmp_path / 'hosts.yml'}\n")
+    campaign.write_text(SMOKE.read_text())
     monkeypatch.setenv("PATH", f"{FsPath(sys.executable).parent}:{os.environ['PATH']}")
-    assert main(["plan", "--commands", "--rig", "lab1", str(campaign)]) == 0
+    inventory = str(tmp_path / "hosts.yml")  # outside inventory/: given on the command line
+    assert (
+        main(["plan", "--commands", "--rig", "lab1", "--inventory", inventory, str(campaign)]) == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"# run 0 {expand(load_campaign(campaign))[0].run_id}"
     assert "gw1: tc qdisc del dev eth3 root" in out
