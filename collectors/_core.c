@@ -4,8 +4,13 @@
  * arrays plus counters. The metric math lives in Python (collectors/metrics.py).
  *
  * Safety: every read of capture bytes goes through a length check; nothing trusts a length
- * field from the file. Memory grows only with per-arrival records (48 bytes) and per-data-
- * packet records (16 bytes), never with Python objects. */
+ * field from the file. Memory grows only with per-arrival records (48 bytes), per-data-
+ * packet records (16 bytes) and tree nodes (64 bytes, at most three per queued or held
+ * segment or mapping), never with Python objects.
+ *
+ * Cost: O(n log n) for n packets in any order. Every structure whose order the capture
+ * decides is a treap (see "ordered sets"); sums kept in its nodes answer "queued bytes in
+ * [s, e)" and "delivered bytes of subflow x below p" in O(log n) instead of a scan. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <arpa/inet.h>
@@ -20,6 +25,7 @@
 #define MAX_WARNINGS 50           /* detailed warnings kept; the rest are only counted */
 #define INFINITE_LEN (UINT64_C(1) << 62)
 #define MAX_IFACES 256
+#define MAX_JUMP_NS INT64_C(3600000000000) /* a forward step larger than this is suspect */
 
 /* ---------------------------------------------------------------- small growable arrays */
 
@@ -52,7 +58,7 @@ static int buf_push(buf_t *b, const void *src, size_t len)
     return 0;
 }
 
-/* A sorted array of [s, e) ranges with a head offset so popping the front is O(1). */
+/* An array of [s, e) ranges appended at the end and popped at the front (O(1)). */
 typedef struct {
     uint64_t s, e;
     uint32_t pkts; /* packets this entry stands for (0 for trimmed extra pieces) */
@@ -88,18 +94,245 @@ static int rl_insert_at(rlist_t *l, size_t pos, range_t v)
     return 0;
 }
 
-/* First live index whose e > s (entries are sorted and disjoint). */
-static size_t rl_lower(const rlist_t *l, uint64_t s)
+/* --------------------------------------------------- ordered sets: treaps over a pool */
+
+/* Every sorted structure of the replay that the capture's order decides (the connection's
+ * out-of-order queue, its coverage and per-subflow shares, segments held past a subflow
+ * hole, DSS mappings) is a treap: O(log n) expected per insert, lookup and pop whatever
+ * the order of the input. Sorted arrays cost O(n) per insert at the front, which crafted
+ * captures (descending sequence numbers) turned into quadratic time. Nodes live in one
+ * pool per capture and are addressed by index (0 = none), so the pool can grow. */
+typedef struct {
+    uint64_t k, k2; /* key: start, then insertion number (orders equal starts) */
+    uint64_t e;     /* end, exclusive */
+    uint64_t x;     /* payload: a mapping's DSN */
+    uint64_t sum;   /* bytes (e - k) in the subtree */
+    uint32_t pkts;  /* packets this entry stands for */
+    int32_t sf;     /* connection-local subflow index */
+    uint32_t prio, l, r;
+} tnode_t;
+
+typedef struct {
+    tnode_t *n;
+    uint32_t cap, used, free; /* nodes allocated, nodes ever handed out (+1), free list */
+    uint32_t rng;
+    uint64_t seq;
+} pool_t;
+
+static uint32_t tn_rand(pool_t *p)
 {
-    size_t lo = l->head, hi = l->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->r[mid].e <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t x = p->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return p->rng = x;
+}
+
+/* A new node [k, e), or 0 when memory ran out. May move the pool: re-read p->n after. */
+static uint32_t tn_new(pool_t *p, uint64_t k, uint64_t e)
+{
+    uint32_t i = p->free;
+    if (i) {
+        p->free = p->n[i].l;
+    } else {
+        if (p->used == 0)
+            p->used = 1; /* node 0 is "none" */
+        if (p->used >= p->cap) {
+            if (p->cap >= UINT32_MAX / 2)
+                return 0;
+            uint32_t cap = p->cap ? p->cap * 2 : 1024;
+            tnode_t *n = realloc(p->n, (size_t)cap * sizeof(tnode_t));
+            if (!n)
+                return 0;
+            memset(n, 0, sizeof(tnode_t)); /* node 0: sum 0, no children */
+            p->n = n;
+            p->cap = cap;
+        }
+        i = p->used++;
     }
-    return lo;
+    tnode_t *t = &p->n[i];
+    memset(t, 0, sizeof *t);
+    t->k = k;
+    t->e = e;
+    t->k2 = ++p->seq;
+    t->sum = e > k ? e - k : 0;
+    t->prio = tn_rand(p);
+    return i;
+}
+
+static void tn_free(pool_t *p, uint32_t i)
+{
+    p->n[i].l = p->free;
+    p->free = i;
+}
+
+static void tn_pull(tnode_t *N, uint32_t i)
+{
+    tnode_t *t = &N[i];
+    t->sum = (t->e > t->k ? t->e - t->k : 0) + N[t->l].sum + N[t->r].sum;
+}
+
+static int tn_before(const tnode_t *a, uint64_t k, uint64_t k2)
+{
+    return a->k < k || (a->k == k && a->k2 < k2);
+}
+
+/* Splits t into keys < (k, k2) and the rest. */
+static void tn_split(tnode_t *N, uint32_t t, uint64_t k, uint64_t k2, uint32_t *a, uint32_t *b)
+{
+    if (!t) {
+        *a = *b = 0;
+        return;
+    }
+    if (tn_before(&N[t], k, k2)) {
+        tn_split(N, N[t].r, k, k2, &N[t].r, b);
+        *a = t;
+    } else {
+        tn_split(N, N[t].l, k, k2, a, &N[t].l);
+        *b = t;
+    }
+    tn_pull(N, t);
+}
+
+static uint32_t tn_merge(tnode_t *N, uint32_t a, uint32_t b)
+{
+    if (!a || !b)
+        return a ? a : b;
+    if (N[a].prio > N[b].prio) {
+        N[a].r = tn_merge(N, N[a].r, b);
+        tn_pull(N, a);
+        return a;
+    }
+    N[b].l = tn_merge(N, a, N[b].l);
+    tn_pull(N, b);
+    return b;
+}
+
+/* Inserts node i into subtree t: one descent to i's priority level, then a split of the
+ * (expected O(1)-sized) subtree below it. Returns the new subtree root. */
+static uint32_t tn_ins(tnode_t *N, uint32_t t, uint32_t i)
+{
+    if (!t)
+        return i;
+    if (N[i].prio > N[t].prio) {
+        tn_split(N, t, N[i].k, N[i].k2, &N[i].l, &N[i].r);
+        tn_pull(N, i);
+        return i;
+    }
+    if (tn_before(&N[i], N[t].k, N[t].k2))
+        N[t].l = tn_ins(N, N[t].l, i);
+    else
+        N[t].r = tn_ins(N, N[t].r, i);
+    tn_pull(N, t);
+    return t;
+}
+
+static void tn_insert(tnode_t *N, uint32_t *root, uint32_t i) { *root = tn_ins(N, *root, i); }
+
+static void tn_erase(tnode_t *N, uint32_t *root, uint32_t i)
+{
+    uint32_t a, b, m, c;
+    tn_split(N, *root, N[i].k, N[i].k2, &a, &b);
+    tn_split(N, b, N[i].k, N[i].k2 + 1, &m, &c);
+    *root = tn_merge(N, a, c);
+}
+
+static uint32_t tn_min(const tnode_t *N, uint32_t t)
+{
+    while (t && N[t].l)
+        t = N[t].l;
+    return t;
+}
+
+/* Unlinks and returns the smallest node (0 if empty). */
+static uint32_t tn_pop_min(tnode_t *N, uint32_t *root)
+{
+    uint32_t t = *root;
+    if (!t)
+        return 0;
+    if (!N[t].l) {
+        *root = N[t].r;
+        return t;
+    }
+    uint32_t m = tn_pop_min(N, &N[t].l);
+    tn_pull(N, t);
+    return m;
+}
+
+/* First node ending after x (for disjoint sorted ranges: the one holding x, or the next). */
+static uint32_t tn_end_after(const tnode_t *N, uint32_t t, uint64_t x)
+{
+    uint32_t best = 0;
+    while (t) {
+        if (N[t].e > x) {
+            best = t;
+            t = N[t].l;
+        } else {
+            t = N[t].r;
+        }
+    }
+    return best;
+}
+
+/* First node starting at or after x. */
+static uint32_t tn_start_ge(const tnode_t *N, uint32_t t, uint64_t x)
+{
+    uint32_t best = 0;
+    while (t) {
+        if (N[t].k >= x) {
+            best = t;
+            t = N[t].l;
+        } else {
+            t = N[t].r;
+        }
+    }
+    return best;
+}
+
+/* Last node starting at or before x (among equal starts, the last inserted). */
+static uint32_t tn_start_le(const tnode_t *N, uint32_t t, uint64_t x)
+{
+    uint32_t best = 0;
+    while (t) {
+        if (N[t].k <= x) {
+            best = t;
+            t = N[t].r;
+        } else {
+            t = N[t].l;
+        }
+    }
+    return best;
+}
+
+/* The node after node i in key order (0 if none). */
+static uint32_t tn_next(const tnode_t *N, uint32_t t, uint32_t i)
+{
+    uint32_t best = 0;
+    uint64_t k = N[i].k, k2 = N[i].k2;
+    while (t) {
+        if (!tn_before(&N[t], k, k2) && !(N[t].k == k && N[t].k2 == k2)) {
+            best = t;
+            t = N[t].l;
+        } else {
+            t = N[t].r;
+        }
+    }
+    return best;
+}
+
+/* Bytes of disjoint sorted ranges that lie below x. */
+static uint64_t tn_bytes_below(const tnode_t *N, uint32_t t, uint64_t x)
+{
+    uint64_t acc = 0;
+    while (t) {
+        if (N[t].k >= x) {
+            t = N[t].l;
+        } else {
+            acc += N[N[t].l].sum + ((N[t].e < x ? N[t].e : x) - N[t].k);
+            t = N[t].r;
+        }
+    }
+    return acc;
 }
 
 /* -------------------------------------------------------------------------- records */
@@ -132,19 +365,15 @@ _Static_assert(sizeof(pkt_t) == 16, "pkt_t layout");
 /* --------------------------------------------------------------------------- state */
 
 typedef struct {
-    uint64_t ssn, len, dsn; /* subflow-relative start (64-bit), length, absolute DSN */
-} map_t;
-
-typedef struct {
     int have_isn;
     uint32_t isn;
     int started;       /* rcv_nxt valid */
     uint64_t rcv_nxt;  /* next expected relative subflow sequence number */
     uint64_t max_end;  /* highest relative end seen */
-    rlist_t held;      /* segments past a hole */
+    uint32_t held;     /* treap: segments past a hole, by start */
     rlist_t pend;      /* released but not yet covered by a mapping */
-    map_t *maps;
-    size_t mhead, mn, mcap;
+    uint32_t maps;     /* treap: DSS mappings by subflow start (k ssn, e ssn + len, x dsn) */
+    size_t nmaps;
     /* counters for data sent in this direction on this subflow */
     uint64_t packets, bytes, retrans_pkts, retrans_bytes;
     uint64_t ooo_pkts, dup_pkts, dup_bytes, reinj_bytes, unmapped_bytes, mapped_bytes;
@@ -171,6 +400,13 @@ typedef struct {
     half_t h[2];
 } subflow_t;
 
+/* One subflow's part of a connection direction (reinjection and duplicate accounting). */
+typedef struct {
+    uint32_t q;            /* treap: this subflow's entries of the out-of-order queue */
+    uint64_t *rs, *re, *rc; /* delivered runs: start, end (once closed), bytes of earlier runs */
+    size_t rn, rcap;
+} dsf_t;
+
 typedef struct {
     int inited;      /* rcv_nxt valid */
     int based;       /* base valid */
@@ -178,9 +414,14 @@ typedef struct {
     int have_last;
     uint64_t last_dsn; /* for expanding 32-bit DSNs */
     uint64_t rcv_nxt;
-    rlist_t q;       /* out-of-order queue */
+    uint32_t q;      /* treap: out-of-order queue entries (disjoint), with pkts and sf */
+    uint32_t cov;    /* treap: the queue's coverage, adjacent entries merged */
     uint64_t q_bytes, q_pkts;
-    rlist_t runs;    /* delivered ranges with the subflow that delivered them (reinjection) */
+    dsf_t *per;      /* per connection-local subflow: its queue share, its delivered runs */
+    size_t nper;
+    int have_runs;   /* delivered data is cut in runs by the subflow that delivered it */
+    int32_t last_sf; /* subflow of the last (open) run */
+    uint64_t first_run; /* where the first run starts */
     buf_t arr, pkts;
     uint64_t dlv_bytes, dlv_pkts, ooo_pkts, ooo_arrivals, dup_pkts, dup_bytes, reinj_bytes;
     uint64_t ooo_max_bytes, ooo_max_pkts, data_fin, fallback, map_count, csum_maps;
@@ -231,6 +472,7 @@ typedef struct {
     size_t nc, capc;
     fmap_t fm;
     tmap_t tm;
+    pool_t pool; /* nodes of every treap */
     warning_t warns[MAX_WARNINGS]; /* kept in C so the pass runs without the GIL */
     uint64_t nwarn;
     uint64_t pkt_index, offset;
@@ -238,6 +480,9 @@ typedef struct {
     int have_ts;
     /* file-level counters */
     uint64_t packets, non_ip, non_tcp, truncated_hdr, truncated_opts, backwards, jumps, fragments;
+    uint64_t outliers;     /* packets stamped more than MAX_JUMP_NS ahead, not confirmed */
+    int pending_jump;      /* the previous packet was such an outlier, stamped pending_ts */
+    int64_t pending_ts;
     uint64_t unknown_link, tcp_packets, mptcp_packets, bytes_read;
     int partial, oom;
     char fatal[256];
@@ -521,38 +766,94 @@ static void parse_options(const uint8_t *o, unsigned len, unsigned avail, int sy
 
 /* ------------------------------------------------------------- connection-level replay */
 
+/* The per-subflow part of d for subflow sf (grown on demand), or NULL without memory. */
+static dsf_t *dsf_get(dir_t *d, int32_t sf)
+{
+    size_t need = (size_t)sf + 1;
+    if (sf < 0)
+        return NULL;
+    if (need > d->nper) {
+        size_t cap = d->nper ? d->nper : 4;
+        while (cap < need)
+            cap *= 2;
+        dsf_t *p = realloc(d->per, cap * sizeof(dsf_t));
+        if (!p)
+            return NULL;
+        memset(p + d->nper, 0, (cap - d->nper) * sizeof(dsf_t));
+        d->per = p;
+        d->nper = cap;
+    }
+    return &d->per[sf];
+}
+
+/* Delivered data from s on comes from subflow sf: open a run unless sf's run is open. */
 static int runs_add(dir_t *d, uint64_t s, int32_t sf)
 {
-    size_t n = rl_len(&d->runs);
-    if (n && d->runs.r[d->runs.n - 1].sf == sf)
+    if (d->have_runs && d->last_sf == sf)
         return 0;
-    range_t v = {s, s, 0, sf};
-    return rl_insert_at(&d->runs, d->runs.n, v);
+    if (d->have_runs) {
+        dsf_t *prev = &d->per[d->last_sf];
+        prev->re[prev->rn - 1] = s;
+    }
+    dsf_t *p = dsf_get(d, sf);
+    if (!p)
+        return -1;
+    if (p->rn == p->rcap) {
+        size_t cap = p->rcap ? p->rcap * 2 : 16;
+        uint64_t *rs = realloc(p->rs, cap * sizeof(uint64_t));
+        if (rs)
+            p->rs = rs;
+        uint64_t *re = realloc(p->re, cap * sizeof(uint64_t));
+        if (re)
+            p->re = re;
+        uint64_t *rc = realloc(p->rc, cap * sizeof(uint64_t));
+        if (rc)
+            p->rc = rc;
+        if (!rs || !re || !rc)
+            return -1;
+        p->rcap = cap;
+    }
+    size_t n = p->rn;
+    p->rs[n] = p->re[n] = s;
+    p->rc[n] = n ? p->rc[n - 1] + (p->re[n - 1] - p->rs[n - 1]) : 0;
+    p->rn++;
+    if (!d->have_runs)
+        d->first_run = s;
+    d->have_runs = 1;
+    d->last_sf = sf;
+    return 0;
+}
+
+/* Delivered bytes below x that subflow sf brought first. */
+static uint64_t runs_below(const dir_t *d, int32_t sf, uint64_t x)
+{
+    if (sf < 0 || (size_t)sf >= d->nper)
+        return 0;
+    const dsf_t *p = &d->per[sf];
+    size_t lo = 0, hi = p->rn;
+    while (lo < hi) { /* runs starting below x */
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->rs[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    size_t j = lo - 1;
+    uint64_t end = d->last_sf == sf && j == p->rn - 1 ? d->rcv_nxt : p->re[j];
+    return p->rc[j] + ((end < x ? end : x) - p->rs[j]);
 }
 
 /* Bytes of [s, e) (already delivered) that the first copy brought on another subflow. */
 static uint64_t runs_other(const dir_t *d, uint64_t s, uint64_t e, int32_t sf)
 {
-    const rlist_t *l = &d->runs;
-    size_t lo = l->head, hi = l->n;
-    while (lo < hi) { /* last run whose start <= s */
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->r[mid].s <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    uint64_t other = 0;
-    size_t i = lo > l->head ? lo - 1 : l->head;
-    for (; i < l->n && l->r[i].s < e; i++) {
-        uint64_t rs = l->r[i].s > s ? l->r[i].s : s;
-        uint64_t re = i + 1 < l->n ? l->r[i + 1].s : d->rcv_nxt;
-        if (re > e)
-            re = e;
-        if (re > rs && l->r[i].sf != sf)
-            other += re - rs;
-    }
-    return other;
+    if (!d->have_runs)
+        return 0;
+    uint64_t lo = s > d->first_run ? s : d->first_run, hi = e < d->rcv_nxt ? e : d->rcv_nxt;
+    if (hi <= lo)
+        return 0;
+    return (hi - lo) - (runs_below(d, sf, hi) - runs_below(d, sf, lo));
 }
 
 static void deliver(state_t *st, dir_t *d, uint64_t e, int32_t sf, uint32_t pkts)
@@ -566,18 +867,21 @@ static void deliver(state_t *st, dir_t *d, uint64_t e, int32_t sf, uint32_t pkts
 
 static void drain(state_t *st, dir_t *d)
 {
-    rlist_t *q = &d->q;
-    while (rl_len(q) && q->r[q->head].s <= d->rcv_nxt) {
-        range_t r = q->r[q->head++];
+    tnode_t *N = st->pool.n;
+    while (d->q && N[tn_min(N, d->q)].k <= d->rcv_nxt) {
+        uint32_t i = tn_pop_min(N, &d->q);
+        tnode_t r = N[i];
+        tn_free(&st->pool, i);
+        tn_free(&st->pool, tn_pop_min(N, &d->per[r.sf].q)); /* the same entry, sf's share */
         if (r.e > d->rcv_nxt)
             deliver(st, d, r.e, r.sf, r.pkts);
         else
             d->dlv_pkts += r.pkts;
-        d->q_bytes -= r.e - r.s;
+        d->q_bytes -= r.e - r.k;
         d->q_pkts -= r.pkts;
     }
-    if (!rl_len(q))
-        q->head = q->n = 0;
+    while (d->cov && N[tn_min(N, d->cov)].k <= d->rcv_nxt) /* drained: whole intervals */
+        tn_free(&st->pool, tn_pop_min(N, &d->cov));
 }
 
 #define MAX_PIECES 64
@@ -601,36 +905,80 @@ static int add_piece(pieces_t *pc, uint64_t s, uint64_t e)
 }
 
 /* Splits [s, e) into the parts not already in the out-of-order queue (at most MAX_PIECES;
- * pc->next says where the rest starts). */
-static void uncovered(const dir_t *d, uint64_t s, uint64_t e, int32_t sf, pieces_t *pc)
+ * pc->next says where the rest starts), and counts the queued bytes of [s, pc->next): all
+ * of them, and those another subflow brought. The gaps are found on the merged coverage,
+ * so a stretch of many queued entries costs one step, and the counts are subtree sums. */
+static void uncovered(const state_t *st, const dir_t *d, uint64_t s, uint64_t e, int32_t sf,
+                      pieces_t *pc)
 {
-    const rlist_t *q = &d->q;
+    const tnode_t *N = st->pool.n;
     pc->n = 0;
-    pc->covered = pc->covered_other = 0;
     pc->next = e;
     uint64_t cur = s;
-    for (size_t i = rl_lower(q, s); i < q->n && q->r[i].s < e; i++) {
-        const range_t *r = &q->r[i];
-        if (r->s > cur && add_piece(pc, cur, r->s))
-            return;
-        uint64_t cs = r->s > cur ? r->s : cur, ce = r->e < e ? r->e : e;
-        if (ce > cs) {
-            pc->covered += ce - cs;
-            if (r->sf != sf)
-                pc->covered_other += ce - cs;
+    int full = 0, touched = 0;
+    for (uint32_t i = tn_end_after(N, d->cov, s); i && N[i].k < e;
+         i = tn_start_ge(N, d->cov, cur)) {
+        touched = 1;
+        if (N[i].k > cur && add_piece(pc, cur, N[i].k)) {
+            full = 1;
+            break;
         }
-        if (r->e > cur)
-            cur = r->e;
+        if (N[i].e > cur)
+            cur = N[i].e;
+        if (cur >= e)
+            break;
     }
-    if (cur < e)
+    if (!full && cur < e)
         add_piece(pc, cur, e);
+    pc->covered = pc->covered_other = 0;
+    if (!touched) /* nothing queued in [s, e): no sums to take */
+        return;
+    uint64_t stop = pc->next;
+    pc->covered = tn_bytes_below(N, d->q, stop) - tn_bytes_below(N, d->q, s);
+    uint64_t same = 0;
+    if (sf >= 0 && (size_t)sf < d->nper)
+        same = tn_bytes_below(N, d->per[sf].q, stop) - tn_bytes_below(N, d->per[sf].q, s);
+    pc->covered_other = pc->covered - same;
+}
+
+/* Adds [s, e), a gap of the coverage, merging it with the intervals it touches. */
+static void cov_add(state_t *st, dir_t *d, uint64_t s, uint64_t e)
+{
+    tnode_t *N = st->pool.n;
+    uint32_t r = tn_start_ge(N, d->cov, e);
+    if (r && N[r].k == e) {
+        e = N[r].e;
+        tn_erase(N, &d->cov, r);
+        tn_free(&st->pool, r);
+    }
+    uint32_t l = tn_start_le(N, d->cov, s);
+    if (l && N[l].e == s) {
+        N[l].e = e; /* the coverage keeps no sums: no subtree to update */
+        return;
+    }
+    uint32_t i = tn_new(&st->pool, s, e);
+    if (!i) {
+        st->oom = 1;
+        return;
+    }
+    tn_insert(st->pool.n, &d->cov, i);
 }
 
 static void queue_insert(state_t *st, dir_t *d, uint64_t s, uint64_t e, int32_t sf, uint32_t pk)
 {
-    range_t v = {s, e, pk, sf};
-    if (rl_insert_at(&d->q, rl_lower(&d->q, s), v))
+    dsf_t *share = dsf_get(d, sf);
+    uint32_t i = tn_new(&st->pool, s, e), j = tn_new(&st->pool, s, e);
+    if (!share || !i || !j) {
         st->oom = 1;
+        return;
+    }
+    tnode_t *N = st->pool.n;
+    N[i].pkts = pk;
+    N[i].sf = sf;
+    N[j].sf = sf;
+    tn_insert(N, &d->q, i);
+    tn_insert(N, &share->q, j);
+    cov_add(st, d, s, e);
     d->q_bytes += e - s;
     d->q_pkts += pk;
 }
@@ -692,7 +1040,7 @@ static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s
     int ooo = -1; /* decided by the first new piece: 0 in order, 1 out of order */
     for (uint64_t from = s; from < e;) {
         pieces_t pc;
-        uncovered(d, from, e, sf, &pc);
+        uncovered(st, d, from, e, sf, &pc);
         d->dup_bytes += pc.covered;
         d->reinj_bytes += pc.covered_other;
         h->reinj_bytes += pc.covered_other;
@@ -726,48 +1074,28 @@ static void conn_arrival(state_t *st, dir_t *d, half_t *h, int64_t t, uint64_t s
 
 static int conn_side_of(const subflow_t *s, int dir) { return dir == 0 ? s->a_side : 1 - s->a_side; }
 
-/* Index of the last mapping with ssn <= x, or (size_t)-1. */
-static size_t map_find(const half_t *h, uint64_t x)
+/* The last mapping with ssn <= x, or 0. */
+static uint32_t map_find(const state_t *st, const half_t *h, uint64_t x)
 {
-    size_t lo = h->mhead, hi = h->mn;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (h->maps[mid].ssn <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > h->mhead ? lo - 1 : (size_t)-1;
+    return tn_start_le(st->pool.n, h->maps, x);
 }
 
-static void map_add(state_t *st, half_t *h, map_t m)
+static void map_add(state_t *st, half_t *h, uint64_t ssn, uint64_t len, uint64_t dsn)
 {
-    size_t i = map_find(h, m.ssn);
-    if (i != (size_t)-1 && h->maps[i].ssn == m.ssn) {
-        h->maps[i] = m; /* the same mapping again (retransmission) or a correction */
+    uint32_t i = map_find(st, h, ssn);
+    if (i && st->pool.n[i].k == ssn) { /* the same mapping again (retransmission) or a fix */
+        st->pool.n[i].e = ssn + len;
+        st->pool.n[i].x = dsn;
         return;
     }
-    if (h->mhead > 0 && h->mhead * 2 >= h->mn) {
-        memmove(h->maps, h->maps + h->mhead, (h->mn - h->mhead) * sizeof(map_t));
-        if (i != (size_t)-1)
-            i -= h->mhead;
-        h->mn -= h->mhead;
-        h->mhead = 0;
+    i = tn_new(&st->pool, ssn, ssn + len);
+    if (!i) {
+        st->oom = 1;
+        return;
     }
-    if (h->mn == h->mcap) {
-        size_t cap = h->mcap ? h->mcap * 2 : 16;
-        map_t *p = realloc(h->maps, cap * sizeof(map_t));
-        if (!p) {
-            st->oom = 1;
-            return;
-        }
-        h->maps = p;
-        h->mcap = cap;
-    }
-    size_t pos = i == (size_t)-1 ? h->mhead : i + 1;
-    memmove(h->maps + pos + 1, h->maps + pos, (h->mn - pos) * sizeof(map_t));
-    h->maps[pos] = m;
-    h->mn++;
+    st->pool.n[i].x = dsn;
+    tn_insert(st->pool.n, &h->maps, i);
+    h->nmaps++;
 }
 
 /* Maps as much of [s, e) as mappings cover, feeding the connection; returns the first
@@ -778,27 +1106,32 @@ static uint64_t map_feed(state_t *st, conn_t *c, subflow_t *sfp, int dir, int64_
     half_t *h = &sfp->h[dir];
     dir_t *d = &c->d[conn_side_of(sfp, dir)];
     while (s < e) {
-        size_t i = map_find(h, s);
-        if (i == (size_t)-1)
+        uint32_t i = map_find(st, h, s);
+        if (!i)
             return s;
-        const map_t *m = &h->maps[i];
-        if (s >= m->ssn + m->len)
+        tnode_t m = st->pool.n[i]; /* a copy: conn_arrival may grow the pool */
+        if (s >= m.e)
             return s;
-        uint64_t pe = m->ssn + m->len < e ? m->ssn + m->len : e;
-        uint64_t ds = m->dsn + (s - m->ssn) - d->base;
+        uint64_t pe = m.e < e ? m.e : e;
+        uint64_t ds = m.x + (s - m.k) - d->base;
         h->mapped_bytes += pe - s;
-        conn_arrival(st, d, h, t, ds, ds + (pe - s), sfp->idx, m->ssn);
+        conn_arrival(st, d, h, t, ds, ds + (pe - s), sfp->idx, m.k);
         s = pe;
     }
     return s;
 }
 
-static void prune_maps(half_t *h)
+static void prune_maps(state_t *st, half_t *h)
 {
+    tnode_t *N = st->pool.n;
     uint64_t bound = rl_len(&h->pend) ? h->pend.r[h->pend.head].s : h->rcv_nxt;
-    while (h->mn - h->mhead > 1 && h->maps[h->mhead].ssn + h->maps[h->mhead].len <= bound &&
-           h->maps[h->mhead + 1].ssn <= bound)
-        h->mhead++;
+    while (h->nmaps > 1) {
+        uint32_t first = tn_min(N, h->maps);
+        if (N[first].e > bound || N[tn_next(N, h->maps, first)].k > bound)
+            break;
+        tn_free(&st->pool, tn_pop_min(N, &h->maps));
+        h->nmaps--;
+    }
 }
 
 static void retry_pending(state_t *st, conn_t *c, subflow_t *sfp, int dir, int64_t t)
@@ -831,20 +1164,21 @@ static void release(state_t *st, subflow_t *sfp, int dir, int64_t t, uint64_t s,
         if (rl_insert_at(&h->pend, h->pend.n, v))
             st->oom = 1;
     }
-    prune_maps(h);
+    prune_maps(st, h);
 }
 
 static void hold(state_t *st, half_t *h, uint64_t s, uint64_t e)
 {
-    /* Kept sorted by start; most segments land at the end, so scan from there. */
-    size_t pos = h->held.n;
-    while (pos > h->held.head && h->held.r[pos - 1].s > s)
-        pos--;
-    if (pos > h->held.head && h->held.r[pos - 1].e >= e)
+    /* The entry just before: the last one starting at or before s. */
+    uint32_t prev = tn_start_le(st->pool.n, h->held, s);
+    if (prev && st->pool.n[prev].e >= e)
         return; /* already held */
-    range_t v = {s, e, 1, 0};
-    if (rl_insert_at(&h->held, pos, v))
+    uint32_t i = tn_new(&st->pool, s, e);
+    if (!i) {
         st->oom = 1;
+        return;
+    }
+    tn_insert(st->pool.n, &h->held, i);
 }
 
 static void subflow_data(state_t *st, subflow_t *sfp, int dir, int64_t t, uint64_t s,
@@ -860,16 +1194,15 @@ static void subflow_data(state_t *st, subflow_t *sfp, int dir, int64_t t, uint64
     h->batch++;
     release(st, sfp, dir, t, h->rcv_nxt, e);
     h->rcv_nxt = e;
-    rlist_t *l = &h->held;
-    while (rl_len(l) && l->r[l->head].s <= h->rcv_nxt) {
-        range_t r = l->r[l->head++];
+    while (h->held && st->pool.n[tn_min(st->pool.n, h->held)].k <= h->rcv_nxt) {
+        uint32_t i = tn_pop_min(st->pool.n, &h->held);
+        tnode_t r = st->pool.n[i];
+        tn_free(&st->pool, i);
         if (r.e > h->rcv_nxt) {
             release(st, sfp, dir, t, h->rcv_nxt, r.e);
             h->rcv_nxt = r.e;
         }
     }
-    if (!rl_len(l))
-        l->head = l->n = 0;
 }
 
 /* ------------------------------------------------------------------ packet handling */
@@ -1058,8 +1391,7 @@ static void on_mpc_ack(state_t *st, tcpinfo_t *ti, subflow_t *s, int dir)
     if (ti->op.mpc_csum_flag)
         c->csum = 1;
     if (ti->op.mpc_has_dlen && c->have_key[side] && ti->op.mpc_dlen > 0) {
-        map_t m = {1, ti->op.mpc_dlen, c->idsn[side] + 1};
-        map_add(st, &s->h[dir], m);
+        map_add(st, &s->h[dir], 1, ti->op.mpc_dlen, c->idsn[side] + 1);
         c->d[side].map_count++;
     }
 }
@@ -1111,8 +1443,7 @@ static void on_dss(state_t *st, tcpinfo_t *ti, subflow_t *s, int dir, half_t *h)
         d->fallback = 1;
         len = INFINITE_LEN;
     }
-    map_t m = {ssn, len, dsn};
-    map_add(st, h, m);
+    map_add(st, h, ssn, len, dsn);
 }
 
 static void on_payload(state_t *st, tcpinfo_t *ti, subflow_t *s, int dir, int64_t t)
@@ -1362,10 +1693,28 @@ static void on_packet(state_t *st, int64_t t, int lt, const uint8_t *p, uint32_t
                  (long long)(st->last_ts - t));
         t = st->last_ts;
     }
-    if (st->have_ts && t - st->last_ts > INT64_C(3600000000000)) {
-        st->jumps++;
-        if (st->jumps <= 3)
-            warn(st, "timestamp jumps forward by %lld s", (long long)((t - st->last_ts) / 1000000000));
+    if (st->have_ts && t - st->last_ts > MAX_JUMP_NS) {
+        /* A jump is believed only when the next packet confirms it (a capture that really
+         * resumed later); a lone packet stamped far ahead is a clock outlier and keeps the
+         * previous packet's time, or every later packet would be "backwards" and stamped
+         * with it, and the run's span (and its time series) would cover years. */
+        int confirmed = st->pending_jump && t >= st->pending_ts - MAX_JUMP_NS;
+        st->pending_jump = !confirmed;
+        st->pending_ts = t;
+        if (confirmed) {
+            st->jumps++;
+            if (st->jumps <= 3)
+                warn(st, "timestamp jumps forward by %lld s",
+                     (long long)((t - st->last_ts) / 1000000000));
+        } else {
+            st->outliers++;
+            if (st->outliers <= 3)
+                warn(st, "timestamp %lld s ahead of the previous packet: a clock outlier, "
+                     "given the previous packet's time", (long long)((t - st->last_ts) / 1000000000));
+            t = st->last_ts;
+        }
+    } else {
+        st->pending_jump = 0;
     }
     st->have_ts = 1;
     st->last_ts = t;
@@ -1823,6 +2172,7 @@ static int counters(PyObject *o, const state_t *st)
     SET(o, "truncated_options", U64(st->truncated_opts));
     SET(o, "timestamps_backwards", U64(st->backwards));
     SET(o, "timestamp_jumps", U64(st->jumps));
+    SET(o, "timestamp_outliers", U64(st->outliers));
     SET(o, "unknown_link", U64(st->unknown_link));
     SET(o, "warnings_total", U64(st->nwarn));
     SET(o, "bytes_read", U64(st->bytes_read));
@@ -1832,8 +2182,12 @@ static int counters(PyObject *o, const state_t *st)
 
 static void free_dir(dir_t *d)
 {
-    free(d->q.r);
-    free(d->runs.r);
+    for (size_t i = 0; i < d->nper; i++) {
+        free(d->per[i].rs);
+        free(d->per[i].re);
+        free(d->per[i].rc);
+    }
+    free(d->per);
     free(d->arr.p);
     free(d->pkts.p);
 }
@@ -1842,9 +2196,7 @@ static void free_state(state_t *st)
 {
     for (size_t i = 0; i < st->nsf; i++)
         for (int d = 0; d < 2; d++) {
-            free(st->sf[i].h[d].held.r);
             free(st->sf[i].h[d].pend.r);
-            free(st->sf[i].h[d].maps);
         }
     for (size_t i = 0; i < st->nc; i++) {
         free(st->c[i].sfs);
@@ -1856,6 +2208,7 @@ static void free_state(state_t *st)
     free(st->fm.slot);
     free(st->tm.slot);
     free(st->tm.tok);
+    free(st->pool.n);
 }
 
 static PyObject *warning_list(const state_t *st)
@@ -1909,6 +2262,9 @@ static PyObject *core_analyze(PyObject *self, PyObject *args)
         fclose(f);
         return PyErr_NoMemory();
     }
+    st->pool.rng = 0x9E3779B9u ^ (uint32_t)(uintptr_t)st; /* treap priorities, any nonzero */
+    if (!st->pool.rng)
+        st->pool.rng = 1;
     /* The whole pass touches no Python object: other threads may analyse other files. */
     Py_BEGIN_ALLOW_THREADS
     read_file(st, f);

@@ -8,6 +8,7 @@ metrics of every MPTCP connection per data direction (the receiver's view).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,7 +41,9 @@ ARRIVAL_DTYPE = np.dtype(
 # One TCP segment with payload in the data direction, retransmissions included.
 PACKET_DTYPE = np.dtype([("t_ns", "<i8"), ("len", "<u4"), ("sf", "<u2"), ("flags", "<u2")])
 NS = 1e9
-MAX_BINS = 1_000_000  # rows of timeseries() at most (see ConnectionAnalysis.series_bin_s)
+MAX_BINS = 100_000  # rows of timeseries() at most (see ConnectionAnalysis.series_bin_s)
+MAX_K = 1_000_000  # --k: packets per block (as the CLI's bound, mprig/argtypes.py)
+MIN_BIN_S, MAX_BIN_S = 0.001, 3600.0  # --bin: a millisecond to an hour (as the CLI's)
 
 
 def _endpoint(addr: str, port: int) -> str:
@@ -301,6 +304,15 @@ class CaptureAnalysis:
     partial: bool  # the file ended early or is corrupt past some point
     counters: dict[str, int]  # file-level packet counts (packets, tcp_packets, ...)
 
+    def series_notes(self) -> list[str]:
+        """What the time series of each connection could not show at the asked bin width."""
+        return [
+            f"{c.label}: series bins widened from {c.bin_s:g} s to {c.series_bin_s:.3g} s: "
+            f"the data spans {c.duration_s:.0f} s (at most {MAX_BINS} bins)"
+            for c in self.connections
+            if c.series_bin_s > c.bin_s
+        ]
+
 
 def _warning(path: str, index: int, offset: int, message: str) -> str:
     return f"{path}: packet {index} (offset {offset}): {message}"
@@ -311,6 +323,7 @@ def _file_flags(raw: dict[str, Any]) -> dict[str, bool]:
         "capture_truncated": bool(raw["truncated_options"] or raw["truncated_headers"]),
         "timestamps_backwards": bool(raw["timestamps_backwards"]),
         "timestamp_jumps": bool(raw["timestamp_jumps"]),
+        "timestamp_outliers": bool(raw["timestamp_outliers"]),
         "partial": bool(raw["partial"]),
     }
 
@@ -333,12 +346,27 @@ def _run_core(path: str) -> dict[str, Any]:
     return raw
 
 
+def check_options(k_block: int, bin_s: float) -> None:
+    """UsageError unless --k is an integer in [1, MAX_K] and --bin a finite number of seconds
+    in [MIN_BIN_S, MAX_BIN_S] (the CLI may check more strictly; both checks apply)."""
+    if isinstance(k_block, bool) or not isinstance(k_block, int | np.integer):
+        raise UsageError(f"--k must be a whole number of packets, got {k_block!r}")
+    if not 1 <= k_block <= MAX_K:
+        raise UsageError(f"--k must be between 1 and {MAX_K} packets, got {k_block}")
+    if isinstance(bin_s, bool) or not isinstance(bin_s, int | float | np.floating):
+        raise UsageError(f"--bin must be a number of seconds, got {bin_s!r}")
+    if not math.isfinite(bin_s) or not MIN_BIN_S <= bin_s <= MAX_BIN_S:
+        raise UsageError(
+            f"--bin must be a finite number of seconds between {MIN_BIN_S:g} and "
+            f"{MAX_BIN_S:g}, got {bin_s}"
+        )
+
+
 def analyze_pcap(
     path: str | os.PathLike[str], *, k_block: int = 100, bin_s: float = 0.1
 ) -> CaptureAnalysis:
     """Read a capture once and return the metrics of every MPTCP connection in it."""
-    if k_block < 1 or bin_s <= 0:
-        raise UsageError(f"k_block must be >= 1 and bin_s > 0, got {k_block} and {bin_s}")
+    check_options(k_block, bin_s)
     name = os.fspath(path)
     raw = _run_core(name)
     flags = _file_flags(raw)

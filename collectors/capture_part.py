@@ -43,6 +43,7 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
         part.problems.append(str(e).replace(str(info.bundle / name), name))
         return part
     part.metrics["warnings"] = [w.replace(str(info.bundle / name), name) for w in analysis.warnings]
+    part.metrics["warnings"] += [f"{name}: {w}" for w in analysis.series_notes()]
     part.metrics["partial"] = analysis.partial
     part.metrics["receiver_ooo"] = receiver_ooo(analysis.connections, info)
     conn = data_connection(analysis.connections, info)

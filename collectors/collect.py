@@ -52,6 +52,11 @@ class Options:
     k_block: int = 100  # K: packets per block for the receive-buffer metric
     bin_s: float = 0.1  # bin width of goodput and throughput series, seconds
 
+    def __post_init__(self) -> None:
+        from collectors.analyze import check_options
+
+        check_options(self.k_block, self.bin_s)
+
 
 @dataclass
 class RunOutcome:

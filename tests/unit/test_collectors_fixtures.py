@@ -32,6 +32,7 @@ NO_FLAGS = {
     "capture_truncated": False,
     "timestamps_backwards": False,
     "timestamp_jumps": False,
+    "timestamp_outliers": False,
     "partial": False,
 }
 

@@ -45,6 +45,7 @@ def test_everything_sent_is_delivered_once(result: CaptureAnalysis) -> None:
         "capture_truncated": False,
         "timestamps_backwards": False,
         "timestamp_jumps": False,
+        "timestamp_outliers": False,
         "partial": False,
     }
     assert s["mptcp_options"]["data_fin"] >= 1
