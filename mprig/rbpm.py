@@ -224,9 +224,10 @@ class Estimator:
     rate (over `window` seconds) of the last `peak` seconds, o_i = BW_i x RTT_i / MSS what
     it delivers in one RTT, RTT_i ss's rcv_rtt (the receiver's estimate, queueing
     included); free is the MPTCP
-    socket's receive buffer minus the memory in use (rb - r). sender role (upload): o_i is
-    cwnd, RTT_i the smoothed RTT, BW_i cwnd x MSS / RTT, free the peer's advertised window
-    (snd_wnd: MPTCP advertises its connection-level window on every subflow).
+    socket's receive buffer minus the memory in use (rb - r), in kernel memory, times the
+    payload/memory ratio (payload_ratio), so it counts payload like Eq. 3. sender role
+    (upload): o_i is cwnd, RTT_i the smoothed RTT, BW_i cwnd x MSS / RTT, free the peer's
+    advertised window (snd_wnd: MPTCP advertises its connection-level window on every subflow).
     A subflow counts once it has been seen for `window` seconds (and, receiving, has an
     rcv_rtt). A stopped subflow keeps the values it had when stopped (it carries no data).
     """
@@ -284,12 +285,20 @@ class Estimator:
         return (b1 - b0) / (t1 - t0) if t1 - t0 >= self.window else None
 
 
+def payload_ratio(subs: Sequence[SsSocket]) -> float:
+    """Payload bytes per byte of receive memory: the kernel's scaling ratio, read as the
+    largest rcv_ssthresh / rb of the subflows (a grown window reaches rb x ratio); 0.5, the
+    kernel's initial ratio, when no subflow shows one."""
+    ratios = [_int(s, "rcv_ssthresh") / skmem(s)["rb"] for s in subs if skmem(s).get("rb", 0) > 0]
+    return min(1.0, max(ratios, default=0.0)) or 0.5
+
+
 def free_bytes(role: str, conn: SsSocket, subs: Sequence[SsSocket]) -> float:
-    """The free receive buffer (see Estimator)."""
+    """The free receive buffer in payload bytes, the unit of Eq. 3 (see Estimator)."""
     if role == "sender":
         return float(max((_int(s, "snd_wnd") for s in subs), default=0))
     mem = skmem(conn)
-    return float(mem.get("rb", 0) - mem.get("r", 0))
+    return (mem.get("rb", 0) - mem.get("r", 0)) * payload_ratio(subs)
 
 
 # -- the controller (I/O) ---------------------------------------------------------------

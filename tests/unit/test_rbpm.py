@@ -132,7 +132,10 @@ def test_parse_ss_picks_the_connection_that_moved_data() -> None:
         ("10.111.2.1", 51591, "10.111.1.2", "Jjbec", "4"),
         ("10.111.1.1", 56805, "10.111.1.2", "Mmec", "1"),
     ]
-    assert rbpm.free_bytes("receiver", conn, subs) == 100_000 - 28_296
+    # in payload bytes: the data connection's subflows' largest rcv_ssthresh / rb
+    assert rbpm.free_bytes("receiver", conn, subs) == pytest.approx(
+        (100_000 - 28_296) * 62_890 / 100_000
+    )
     assert rbpm.free_bytes("sender", conn, subs) == 48_640
 
 
@@ -228,3 +231,43 @@ def test_run_json_records_the_controller_by_name() -> None:
         "seconds": 0.1,
         "background": True,
     }
+
+
+# Seed 002 case B natively (6.18; tbf 1, 8, 3, 2 Mbit/s, 100-packet queues, rmem 200 KB, Reno,
+# no netem so no propagation delay), 6 s into a download, `ss -tinHMm` on the client and
+# `ss -tinH` on the server, verbatim.
+CASE_B_DIR = Path(__file__).parents[1] / "captures" / "test_rbpm"
+CASE_B_RX = (CASE_B_DIR / "case_b_native_receiver.txt").read_text()
+CASE_B_TX = (CASE_B_DIR / "case_b_native_sender.txt").read_text()
+
+
+def test_free_buffer_is_in_payload_bytes_like_the_requirement() -> None:
+    """Eq. 3 counts payload (o_i x MSS); ss's rb and r count kernel memory (truesize). The
+    kernel turns free memory into window with the subflows' payload/truesize ratio, which
+    ss shows as rcv_ssthresh / rb once a subflow's window has grown: 128 196 / 204 800."""
+    conn, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    assert conn is not None
+    mem = rbpm.skmem(conn)
+    assert (mem["rb"], mem["r"]) == (204_800, 44_436)
+    assert rbpm.payload_ratio(subs) == pytest.approx(128_196 / 204_800)
+    assert rbpm.free_bytes("receiver", conn, subs) == pytest.approx(
+        (204_800 - 44_436) * 128_196 / 204_800
+    )
+
+
+def test_receiver_rtt_misses_the_queueing_the_sender_sees() -> None:
+    """Why the receiver's estimate stays low in case B: rcv_rtt is near the path's base
+    RTT (12 ms on the 1 Mbit/s path) while the sender's smoothed RTT of the same subflow,
+    the paper's RTT_i, includes its queue (286 ms). With the receiver's RTTs the slowest
+    path is not the one with the largest RTT, so Eq. 2 gives k = 0 or 1."""
+    _, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    rx = {s.addr: float(s.info["rcv_rtt"]) for s in subs if "rcv_rtt" in s.info}
+    # the server's data subflows (ss -tinH has no netid column): peer address -> srtt
+    heads, infos = CASE_B_TX.splitlines()[0::2], CASE_B_TX.splitlines()[1::2]
+    tx = {h.split()[4].strip("[]").removeprefix("::ffff:").rpartition("]")[0]:
+          float(i.split(" rtt:")[1].split("/")[0])
+          for h, i in zip(heads, infos, strict=True) if "bytes_sent:" in i
+          and int(i.split("bytes_sent:")[1].split()[0]) > 100_000}  # fmt: skip
+    assert rx == {"10.117.1.1": 12.0, "10.117.2.1": 21.674, "10.117.3.1": 16.257,
+                  "10.117.4.1": 54.992}  # fmt: skip
+    assert tx["10.117.1.1"] == 286.16
