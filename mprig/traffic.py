@@ -167,3 +167,106 @@ def check_bulk(sent: dict[str, Any], received: dict[str, Any], nbytes: int) -> s
     if sent["sha256"] != received["sha256"]:
         return "bulk: sha256 of received data differs from what was sent"
     return None
+
+
+BLOCKS_PORT = 5203
+
+# The block workload (seed 004 Fig. 7: application-level delay of 8 KB blocks), run as
+# `python3 -c BLOCKS_SCRIPT ROLE ADDR PORT BLOCK_BYTES INTERVAL_MS DURATION_S MPTCP MODE OUT
+# [BIND]`. The sender writes fixed-size blocks (back to back when INTERVAL_MS is 0), each
+# starting with its number and the wall-clock time it was handed to the socket (8 + 8 bytes,
+# network order); the receiver reads whole blocks and writes one JSON line per block to OUT:
+# {seq, sent_ns, recv_ns}. Sender and receiver share a clock (namespaces on one machine, or
+# hosts synchronised by PTP/NTP, whose offset then adds to every delay).
+BLOCKS_SCRIPT = r"""
+import json, socket, struct, sys, time
+role, addr, port, size, gap_ms, secs, mptcp, mode, out = sys.argv[1:10]
+port, size, gap, secs = int(port), int(size), float(gap_ms) / 1000, float(secs)
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262 if mptcp == "1" else 0)
+if role == "listen":
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port)); s.listen(1); print("listening", flush=True)
+    conn, _ = s.accept()
+else:
+    if len(sys.argv) > 10 and sys.argv[10]:
+        s.bind((sys.argv[10], 0))
+    s.settimeout(10); s.connect((addr, port)); s.settimeout(None); conn = s
+with open(out, "w") as f:
+    if mode == "send":
+        pad, seq, end = bytes(size - 16), 0, time.monotonic() + secs
+        while time.monotonic() < end:
+            conn.sendall(struct.pack("!QQ", seq, time.time_ns()) + pad)
+            seq += 1
+            if gap:
+                time.sleep(gap)
+        conn.shutdown(socket.SHUT_WR)
+        while conn.recv(1 << 16):
+            pass
+        json.dump({"blocks": seq, "block_bytes": size}, f)
+    else:
+        buf = b""
+        while True:
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            now = time.time_ns()
+            while len(buf) >= size:
+                seq, sent = struct.unpack("!QQ", buf[:16])
+                f.write(json.dumps({"seq": seq, "sent_ns": sent, "recv_ns": now}) + "\n")
+                buf = buf[size:]
+conn.close()
+"""
+
+
+def blocks_argv(
+    role: str,
+    addr: str,
+    *,
+    block_bytes: int,
+    interval_ms: float,
+    duration_s: float,
+    mptcp: bool,
+    send: bool,
+    out: str,
+    bind: str = "",
+) -> list[str]:
+    """One end of the block workload (`role` listen on the server, connect on the client)."""
+    argv = ["python3", "-c", BLOCKS_SCRIPT, role, addr, str(BLOCKS_PORT), str(block_bytes)]
+    argv += [str(interval_ms), str(duration_s), "1" if mptcp else "0"]
+    argv += ["send" if send else "recv", out]
+    return [*argv, bind] if bind else argv
+
+
+@dataclass(frozen=True)
+class BlockDelays:
+    """Application-level delay of the blocks a receiver logged (seed 004 Fig. 7)."""
+
+    n: int  # blocks received
+    missing: int  # block numbers absent between 0 and the highest seen (0 on a good run)
+    p50_ms: float  # median send-to-receive delay of a whole block
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """Nearest-rank quantile of a sorted list."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def parse_blocks(text: str) -> BlockDelays:
+    """Summarise a receiver's blocks JSONL; ValueError when it holds no block."""
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not rows:
+        raise ValueError("blocks: the receiver logged no block")
+    delays = sorted((r["recv_ns"] - r["sent_ns"]) / 1e6 for r in rows)
+    seqs = {int(r["seq"]) for r in rows}
+    return BlockDelays(
+        n=len(rows),
+        missing=max(seqs) + 1 - len(seqs),
+        p50_ms=_quantile(delays, 0.50),
+        p95_ms=_quantile(delays, 0.95),
+        p99_ms=_quantile(delays, 0.99),
+        max_ms=delays[-1],
+    )
