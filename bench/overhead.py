@@ -1,12 +1,13 @@
 """Per-run orchestration overhead of `mprig run`: wall time minus traffic time.
 
-    .venv/bin/python -m bench.overhead [--duration 3] [--repetitions 2] [--no-vm-mode]
+    .venv/bin/python -m bench.overhead [--campaign experiments/smoke.yaml] [--no-vm-mode]
     .venv/bin/python -m bench.overhead --from-results results/smoke --wall 507
 
-Runs a small campaign (2 paths, MPTCP and single-path TCP, `--repetitions` each) with
-`--force` and reads every run.json. Per run, the overhead is the run's wall time minus its
-traffic time (run.json `timings.overhead_s`: setup, captures, stop, fetch, teardown), which
-the targets are for: <= 3 s per run natively, <= 10 s per run in VM mode. What happens once
+Runs a campaign (by default the smoke campaign's plan: 2 paths, MPTCP and single-path TCP
+over each, two repetitions) with `--force` and reads every run.json. Per run, the overhead
+is the run's wall time minus its traffic time (run.json `timings.overhead_s`: setup,
+captures, stop, fetch, teardown), which the targets are for: <= 3 s per run natively and
+in VM mode (software emulation). What happens once
 per campaign (VM boot, rig up and down, host facts) is printed beside it, with the overhead
 per run when that is spread over the campaign's runs.
 
@@ -27,25 +28,14 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from mprig.impair import STANDIN_ENV
 
 OUT = Path(__file__).resolve().parent / "out"
 TARGET_NATIVE_S = 3.0
-TARGET_VM_S = 10.0
-
-CAMPAIGN = """\
-name: overhead
-description: orchestration overhead benchmark (bench/overhead.py)
-paths:
-  - {{name: wifi, kind: wifi, rate_mbit: 20, delay_ms: 10, limit_pkts: 100}}
-  - {{name: cell, kind: cellular, rate_mbit: 10, delay_ms: 40, limit_pkts: 150}}
-variants:
-  - {{name: mptcp, protocol: mptcp}}
-  - {{name: tcp_wifi, protocol: tcp, path: wifi}}
-traffic: {{tool: iperf3, direction: download, duration_s: {duration}}}
-capture: {{snaplen: 200}}
-repetitions: {repetitions}
-"""
+TARGET_VM_S = 3.0
+SMOKE = Path(__file__).resolve().parent.parent / "experiments" / "smoke.yaml"
 
 
 def run_campaign(
@@ -61,7 +51,8 @@ def run_campaign(
     wall = time.monotonic() - t0
     if code != 0:
         raise SystemExit(f"bench.overhead: `mprig run {mode}` exited {code}")
-    records = [json.loads(p.read_text()) for p in sorted((results / "overhead").glob("*/run.json"))]
+    name = yaml.safe_load(spec.read_text())["name"]
+    records = [json.loads(p.read_text()) for p in sorted((results / name).glob("*/run.json"))]
     return wall, records
 
 
@@ -95,8 +86,13 @@ def report(label: str, wall: float, records: list[dict[str, object]], target: fl
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=3.0, help="iperf3 seconds per run")
-    parser.add_argument("--repetitions", type=int, default=2)
+    parser.add_argument(
+        "--campaign",
+        type=Path,
+        default=SMOKE,
+        metavar="FILE",
+        help="the campaign whose plan is measured (default: experiments/smoke.yaml)",
+    )
     parser.add_argument("--no-vm-mode", action="store_true", help="skip the VM mode measurement")
     parser.add_argument(
         "--from-results",
@@ -120,8 +116,7 @@ def main() -> int:
     from mprig import vm
 
     OUT.mkdir(parents=True, exist_ok=True)
-    spec = OUT / "overhead.yaml"
-    spec.write_text(CAMPAIGN.format(duration=args.duration, repetitions=args.repetitions))
+    spec = args.campaign.resolve()
     ok, measured = True, False
     if vm.netem_available():
         measured = True

@@ -179,7 +179,10 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        return vm.run_in_vm(argv, [results], timeout=deadline)
+        from mprig.headroom import HOST_CPU_FILE, HostCpuWriter
+
+        with HostCpuWriter(results / HOST_CPU_FILE):  # the runner inside reads the host's CPU
+            return vm.run_in_vm(argv, [results], timeout=deadline)
     except KeyboardInterrupt:
         print(
             "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",

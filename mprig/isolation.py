@@ -24,12 +24,19 @@ from mprig.spec import Variant
 
 # A constant script (no campaign value reaches this shell): $1 the sysctl names separated by
 # spaces (knobs.full_key checked them: no glob or shell characters), then the interfaces.
+# Under VM emulation each program started costs 0.1-0.3 s, so the script starts few: the
+# sysctls are read from /proc/sys with bash's `read` (printed as `sysctl` prints them), one
+# `ip -batch` gives the MPTCP limits (the line of `add_addr_accepted`/`subflows` pairs)
+# and endpoints, one `tc qdisc show` every root qdisc; `ethtool -k` runs per interface.
 READ_SCRIPT = (
-    'set -f; echo "@@sysctl"; [ -n "$1" ] && sysctl $1 2>/dev/null; shift; '
-    'echo "@@limits"; ip mptcp limits show 2>/dev/null; '
-    'echo "@@endpoints"; ip mptcp endpoint show 2>/dev/null; '
-    'for d; do echo "@@dev $d"; tc qdisc show dev "$d" root 2>/dev/null; '
-    'ethtool -k "$d" 2>/dev/null; done; exit 0'
+    'set -f; echo "@@sysctl"; for k in $1; do IFS= read -r v < "/proc/sys/${k//.//}" '
+    '&& printf "%s = %s\\n" "$k" "$v"; done 2>/dev/null; shift; echo "@@limits"; s=limits; '
+    "while IFS= read -r l; do if [[ $s == limits && ! $l =~ ^(add_addr_accepted|subflows) ]]; "
+    'then echo "@@endpoints"; s=; fi; printf "%s\\n" "$l"; done < <(printf "%s\\n" '
+    '"mptcp limits show" "mptcp endpoint show" | ip -batch - 2>/dev/null); '
+    '[[ $s == limits ]] && echo "@@endpoints"; mapfile -t q < <(tc qdisc show 2>/dev/null); '
+    'for d; do echo "@@dev $d"; for l in "${q[@]}"; do [[ $l == *" dev $d root "* ]] '
+    '&& printf "%s\\n" "$l"; done; ethtool -k "$d" 2>/dev/null; done; exit 0'
 )
 OFFLOADS = {
     "tcp-segmentation-offload": "tso",
@@ -107,7 +114,7 @@ def devices(links: Sequence[PathLink]) -> dict[str, list[str]]:
 def read_argv(keys: Sequence[str], devs: Sequence[str]) -> list[str]:
     """The one command that reads a host's settings (`keys`: sysctls, none on routers)."""
     names = " ".join([*keys, knobs.AVAILABLE_CC] if keys else [])
-    return ["sh", "-c", READ_SCRIPT, "mprig-settings", names, *devs]
+    return ["bash", "-c", READ_SCRIPT, "mprig-settings", names, *devs]
 
 
 def parse(text: str) -> HostSettings:

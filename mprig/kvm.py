@@ -91,7 +91,14 @@ def _read_cache() -> KvmAnswer | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     when = data.get("probed_at", "?")
-    return KvmAnswer(usable, f"{reason} (probed {when}; cache {cache_dir() / 'kvm.json'})", "cache")
+    said = "usable" if usable else f"unusable here: {_short(reason)}"
+    return KvmAnswer(usable, f"KVM {said} (probed {when}, {cache_dir() / 'kvm.json'})", "cache")
+
+
+def _short(reason: str, limit: int = 160) -> str:
+    """The first line of QEMU's complaint, enough to recognise it."""
+    first = reason.split(" | ")[0]
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 def record(usable: bool, reason: str) -> None:

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from mprig import (
     bundle,
     capture,
     commands,
+    headroom,
     impair,
     isolation,
     knobs,
@@ -156,11 +157,29 @@ def _raise_first_failure(done: dict[str, list[Done]]) -> None:
             raise RunFailed(f"{host}: `{argv}` exited {d.returncode}: {err}", transient=transient)
 
 
-def wait_cmd(script: str, *args: str) -> Cmd:
-    """A remote wait loop: `script` (with $1...) until it succeeds, READY_TIMEOUT at most."""
-    ticks = int(READY_TIMEOUT * 20)
-    loop = f"i=0; until {script}; do i=$((i+1)); [ $i -gt {ticks} ] && exit 1; sleep 0.05; done"
-    return Cmd(["sh", "-c", loop, "mprig-wait", *args], timeout=READY_TIMEOUT + 5, transient=True)
+# Readiness tests for wait_cmd, bash builtins only: under VM emulation every program
+# started costs 0.1-0.3 s, so the old `grep`/`ss | grep` loops with `sleep 0.05` polled
+# every half second. `logged FILE TEXT`: a line of FILE contains TEXT; `listening PORT`:
+# a TCP socket (MPTCP listeners included) listens on PORT, from /proc/net/tcp{,6}.
+READY_TESTS = (
+    'logged() { local l; while IFS= read -r l; do [[ $l == *"$2"* ]] && return 0; '
+    'done < "$1"; return 1; } 2>/dev/null; '
+    "listening() { local p a s f; printf -v p ':%04X' \"$1\"; "
+    "for f in /proc/net/tcp /proc/net/tcp6; do while read -r _ a _ s _; do "
+    '[[ $s == 0A && $a == *"$p" ]] && return 0; done < "$f"; done; return 1; } 2>/dev/null; '
+)
+
+
+def wait_cmd(test: str, *args: str, limit: float = READY_TIMEOUT) -> Cmd:
+    """A remote wait loop: `test` (READY_TESTS functions, $1...) until it succeeds (exit
+    0), `limit` seconds at most (exit 1); `read -t` on a pipe nobody writes to is the
+    sleep."""
+    ticks = int(limit * 50)
+    loop = (
+        f"{READY_TESTS}exec 3<> <(:); i=0; until {test}; do i=$((i+1)); "
+        f"[ $i -gt {ticks} ] && exit 1; read -t 0.02 -u 3; done; exit 0"
+    )
+    return Cmd(["bash", "-c", loop, "mprig-wait", *args], timeout=limit + 5, transient=True)
 
 
 # Remove this host's files of earlier runs (their processes are stopped by then), then
@@ -219,12 +238,14 @@ def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None
 
 
 def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
-    """tcpdump (waiting until it captures), the ss sampler, the traffic server."""
+    """tcpdump, the ss sampler, the helpers and the traffic server all start first, then
+    the waits: tcpdump capturing and the server listening get ready side by side."""
     cap = a.run.capture
+    waits: list[tuple[str, Cmd]] = []
     for h in cap.hosts if cap.enabled else ():
         d = a.remote(h)
         b.add(h, Cmd(capture.tcpdump_argv(f"{d}/{h}.pcap", cap.snaplen), log=f"{d}/tcpdump.log"))
-        b.add(h, wait_cmd('grep -q "listening on" "$1"', f"{d}/tcpdump.log"))
+        waits.append((h, wait_cmd('logged "$1" "listening on"', f"{d}/tcpdump.log")))
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
@@ -233,7 +254,9 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
         port = traffic.IPERF3_PORT if a.run.traffic.tool == "iperf3" else traffic.BULK_PORT
-        b.add(host, wait_cmd('ss -Hltn "( sport = :$1 )" | grep -q .', str(port)))
+        waits.append((host, wait_cmd('listening "$1"', str(port))))
+    for host, cmd in waits:
+        b.add(host, cmd)
 
 
 def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
@@ -367,17 +390,39 @@ class Outcome:
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # run.json `settings`
     ss_interval: dict[str, Any] = field(default_factory=dict)  # the ss sampler's achieved interval
+    rig_cpu: dict[str, Any] = field(default_factory=dict)  # run.json `rig_cpu` (headroom)
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """One attempt, start to fetched artifacts (teardown is the caller's)."""
     setup_stage(a, cmds)
     check_settings(a, cmds, out)
+    cpu = rig_cpu_reader(a)
+    before = cpu()
     out.traffic_s = traffic_stage(a, cmds)
+    out.rig_cpu = rig_cpu(a, before, cpu())
     out.drops = stop_stage(a, cmds)
     fetch_stage(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
+
+
+def rig_cpu_reader(a: Attempt) -> Callable[[], headroom.Reading | None]:
+    """Reads the rig's CPU times (and the host's in VM mode); on a lab rig the runner's
+    machine is not the rig, so nothing is read."""
+    if not a.rig.mode.startswith("virtual"):
+        return lambda: None
+    in_vm = a.rig.mode == "virtual-vm"
+    return lambda: headroom.Reading.now(a.staging.parent, in_vm=in_vm)
+
+
+def rig_cpu(
+    a: Attempt, before: headroom.Reading | None, after: headroom.Reading | None
+) -> dict[str, Any]:
+    """run.json `rig_cpu`: the rig's busy share during the traffic, rig-limited or not."""
+    if before is None or after is None:
+        return {"rig_limited": False, "cause": "not measured on lab hosts"}
+    return headroom.during(before, after, in_vm=a.rig.mode == "virtual-vm")
 
 
 def ss_interval(a: Attempt) -> dict[str, Any]:
@@ -644,6 +689,7 @@ def make_record(
         "traffic": run.traffic.model_dump(mode="json"),
         "capture": {**cap, "kernel_drops": out.drops, "ss_interval": out.ss_interval},
         "flags": run_flags(out),
+        "rig_cpu": out.rig_cpu,
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         "hosts": hosts,
@@ -657,11 +703,14 @@ def make_record(
 
 def run_flags(out: Outcome) -> list[str]:
     """capture_drops: tcpdump lost packets; ss_interval: the ss sampler's median interval
-    was more than 20 % over its configured one (cwnd and RTT series are coarser)."""
+    was more than 20 % over its configured one (cwnd and RTT series are coarser);
+    rig_limited: the rig's CPU (or the VM's host) was saturated during the traffic."""
     flags = ["capture_drops"] if any(out.drops.values()) else []
     median, want = out.ss_interval.get("median_s"), out.ss_interval.get("configured_s")
     if median is not None and want and median > 1.2 * want:
         flags.append("ss_interval")
+    if out.rig_cpu.get("rig_limited"):
+        flags.append("rig_limited")
     return flags
 
 

@@ -66,7 +66,7 @@ def test_parse_real_read_script_output() -> None:
 
 def test_read_argv_passes_names_and_devices_as_arguments() -> None:
     argv = isolation.read_argv(["net.ipv4.tcp_sack"], ["wlan0"])
-    assert argv == ["sh", "-c", isolation.READ_SCRIPT, "mprig-settings",
+    assert argv == ["bash", "-c", isolation.READ_SCRIPT, "mprig-settings",
                     f"net.ipv4.tcp_sack {knobs.AVAILABLE_CC}", "wlan0"]  # fmt: skip
     assert isolation.read_argv([], ["lan0", "wan0"])[4:] == ["", "lan0", "wan0"]
 

@@ -1,0 +1,67 @@
+"""CPU headroom during a run's traffic, and the rig-limited verdict (mprig.headroom)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from mprig import headroom
+from mprig.headroom import CpuTimes, Reading
+
+# /proc/stat of a 2-CPU machine, verbatim (user nice system idle iowait irq softirq steal ...)
+STAT = """cpu  4705 150 1120 16250 520 0 97 30 0 0
+cpu0 2352 75 560 8125 260 0 48 15 0 0
+cpu1 2353 75 560 8125 260 0 49 15 0 0
+intr 114930548 113199788 3 0 5 263 0 4 [... lots more numbers ...]
+ctxt 1990473
+"""
+
+
+def test_the_cpu_line_counts_idle_and_iowait_as_headroom() -> None:
+    busy = 4705 + 150 + 1120 + 0 + 97 + 30
+    assert headroom.parse_cpu_line(STAT) == CpuTimes(busy, busy + 16250 + 520)
+    assert headroom.parse_cpu_line("cpu0 1 2 3 4 5 6 7\n") is None
+
+
+def test_busy_share_between_two_readings() -> None:
+    assert headroom.busy_share(CpuTimes(100, 1000), CpuTimes(550, 1500)) == 0.9
+    assert headroom.busy_share(CpuTimes(100, 1000), CpuTimes(100, 1000)) is None
+    assert headroom.busy_share(None, CpuTimes(1, 2)) is None
+
+
+def test_a_saturated_guest_or_host_marks_the_run_rig_limited_with_the_cause() -> None:
+    before = Reading(CpuTimes(0, 0), CpuTimes(0, 0))
+    guest_full = Reading(CpuTimes(970, 1000), CpuTimes(500, 1000))
+    assert headroom.during(before, guest_full, in_vm=True) == {
+        "rig_busy": 0.97,
+        "host_busy": 0.5,
+        "threshold": headroom.SATURATED,
+        "rig_limited": True,
+        "cause": "guest CPU 97% busy",
+    }
+    host_full = Reading(CpuTimes(400, 1000), CpuTimes(950, 1000))
+    verdict = headroom.during(before, host_full, in_vm=True)
+    assert (verdict["rig_limited"], verdict["cause"]) == (
+        True,
+        "host CPU 95% busy (QEMU's emulation included)",
+    )
+    idle = Reading(CpuTimes(300, 1000), CpuTimes(0, 0))
+    assert headroom.during(Reading(CpuTimes(0, 0), None), idle, in_vm=False) == {
+        "rig_busy": 0.3,
+        "host_busy": 0.3,
+        "threshold": headroom.SATURATED,
+        "rig_limited": False,
+        "cause": "",
+    }
+
+
+def test_the_host_writer_shares_the_host_cpu_line_with_the_vm(tmp_path: Path) -> None:
+    path = tmp_path / headroom.HOST_CPU_FILE
+    with headroom.HostCpuWriter(path, every=0.05):
+        first = headroom.read_host(tmp_path)
+        deadline = time.monotonic() + 5
+        while headroom.read_host(tmp_path) == first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        later = headroom.read_host(tmp_path)
+    assert first is not None and later is not None and later.total > first.total
+    assert not path.exists()  # removed when the campaign VM is done
