@@ -8,14 +8,21 @@ not complete get a row with their status and null metrics. An unreadable artifac
 reported by file name and nulls only the metrics it feeds.
 
 Collecting is idempotent: a bundle whose metrics.json was made from the same artifacts
-with the same options is not analysed again (`force` re-analyses).
+(by sha256 of their content) with the same options is not analysed again (`force`
+re-analyses).
+
+Integrity: a complete run whose artifacts do not match the sha256 that run.json records is
+"corrupt": its row has that status and null metrics, and the mismatch is a problem. Two
+bundles of one run (the same run id, or the same recorded artifacts) are an error naming
+both. One collect at a time per campaign directory (the campaign lock of `mprig run`), and
+every file is written atomically (mprig/fsio.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from collectors import capture_part, runparts
 from collectors.runinfo import RunInfo
 from mprig import bundle as bundles
+from mprig import fsio
 from mprig.errors import UsageError
 
 if TYPE_CHECKING:
@@ -110,8 +118,51 @@ def bundle_dirs(root: Path) -> Iterable[Path]:
 def collect_campaign(
     root: Path, options: Options, *, force: bool = False, progress: Progress | None = None
 ) -> CampaignOutcome:
-    """Collect every bundle of one campaign and write its runs.parquet."""
+    """Collect every bundle of one campaign and write its runs.parquet (holding the
+    campaign directory's writer lock)."""
+    with fsio.results_lock(root, "mprig collect"):
+        return _collect_campaign(root, options, force=force, progress=progress)
+
+
+def duplicate_bundles(dirs: list[Path]) -> list[str]:
+    """`A and B are the same run (...)` for bundles with one run id or one recorded set of
+    artifacts: a copied bundle would otherwise be counted twice."""
+    seen: dict[tuple[str, str], Path] = {}
+    found = []
+    for directory in dirs:
+        for key in _identity(directory):
+            if key in seen:
+                found.append(f"{seen[key]} and {directory} are the same run ({key[0]} {key[1]})")
+                break
+            seen[key] = directory
+    return found
+
+
+def _identity(directory: Path) -> list[tuple[str, str]]:
+    try:
+        record = bundles.read_record(directory)
+    except ValueError:
+        return []  # reported as corrupt on its own
+    keys = [("run id", str(record.get("run_id") or directory.name))]
+    artifacts = record.get("artifacts")
+    if isinstance(artifacts, dict) and artifacts:
+        digest = hashlib.sha256(json.dumps(artifacts, sort_keys=True).encode()).hexdigest()
+        keys.append(("artifacts sha256", digest[:16]))
+    return keys
+
+
+def check_duplicates(dirs: list[Path]) -> None:
+    """UsageError naming both paths of every duplicated bundle."""
+    found = duplicate_bundles(dirs)
+    if found:
+        raise UsageError("duplicate run bundles: " + "; ".join(found) + "; remove the copies")
+
+
+def _collect_campaign(
+    root: Path, options: Options, *, force: bool, progress: Progress | None
+) -> CampaignOutcome:
     dirs = list(bundle_dirs(root))
+    check_duplicates(dirs)
     outcomes = []
     for i, directory in enumerate(dirs, start=1):
         outcome = collect_run(directory, options, force=force)
@@ -134,22 +185,51 @@ def collect_run(directory: Path, options: Options, *, force: bool = False) -> Ru
         return RunOutcome(directory.name, row, [f"{directory.name}/{message}"])
     if info.status != "complete":
         return RunOutcome(info.run_id, id_row(info))
-    inputs = _inputs(info, options)
+    try:
+        hashes = content_hashes(directory)
+    except OSError as e:
+        return _corrupt(info, fsio.io_message(Path(e.filename or directory), e, "cannot read"))
+    problem = artifact_problem(info.record.get("artifacts"), hashes)
+    if problem is not None:
+        return _corrupt(info, problem)
+    inputs = _inputs(hashes, options)
     if not force and (cached := _cached(directory, inputs)) is not None:
         return RunOutcome(info.run_id, cached["row"], list(cached.get("problems", [])), True)
     return _analyse(info, options, inputs)
 
 
-def _inputs(info: RunInfo, options: Options) -> dict[str, Any]:
-    """What a metrics.json was made from: options and every artifact's size and mtime (a
-    file changed after the run is analysed again, without re-hashing big captures)."""
-    files = {}
-    for p in sorted(info.bundle.iterdir()):
-        if p.is_file() and not p.name.startswith(".") and p.name not in (METRICS_JSON, TIMESERIES):
-            st = p.stat()
-            files[p.name] = [st.st_size, st.st_mtime_ns]
+def _corrupt(info: RunInfo, problem: str) -> RunOutcome:
+    """A complete run whose files cannot be trusted: status corrupt, no metrics."""
+    row = id_row(info) | {"status": "corrupt"}
+    return RunOutcome(info.run_id, row, [f"{info.run_id}: corrupt, excluded: {problem}"])
+
+
+def content_hashes(bundle: Path) -> dict[str, str]:
+    """sha256 of every file of a bundle but collect's own outputs (run.json included)."""
+    return {
+        p.name: bundles.sha256_file(p)
+        for p in sorted(bundle.iterdir())
+        if p.is_file() and not p.name.startswith(".") and p.name not in (METRICS_JSON, TIMESERIES)
+    }
+
+
+def artifact_problem(artifacts: Any, hashes: dict[str, str]) -> str | None:
+    """What is wrong between run.json's `artifacts` and the files' hashes, or None."""
+    if not isinstance(artifacts, dict) or not artifacts:
+        return "run.json lists no artifacts"
+    for name, digest in artifacts.items():
+        if name not in hashes:
+            return f"artifact {name} is missing"
+        if hashes[name] != digest:
+            return f"artifact {name}: sha256 differs from run.json"
+    return None
+
+
+def _inputs(hashes: dict[str, str], options: Options) -> dict[str, Any]:
+    """What a metrics.json was made from: options and the sha256 of every file (a file
+    changed after the run is analysed again, whatever its size and mtime)."""
     return {"collector": COLLECTOR_VERSION, "k_block": options.k_block,
-            "bin_s": options.bin_s, "files": files}  # fmt: skip
+            "bin_s": options.bin_s, "sha256": hashes}  # fmt: skip
 
 
 def _cached(directory: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
@@ -163,8 +243,7 @@ def _cached(directory: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutcome:
-    verdict = bundles.verify(info.bundle)
-    problems = [] if verdict.ok else [verdict.reason]
+    problems: list[str] = []
     parts = {
         "capture": capture_part.capture_part(info, options.k_block, options.bin_s),
         "iperf3": runparts.iperf3_part(info),
@@ -177,7 +256,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
     doc = _clean(doc)
     series = timeseries_frame(info, [s for part in parts.values() for s in part.series])
     write_parquet(series, info.bundle / TIMESERIES)
-    bundles.write_json(info.bundle / METRICS_JSON, doc)
+    fsio.write_json(info.bundle / METRICS_JSON, doc)
     return RunOutcome(info.run_id, doc["row"], doc["problems"])
 
 
@@ -322,10 +401,8 @@ def _param_dtype(values: pd.Series) -> str:
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """Write a parquet file atomically (temporary file, then rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    """Write a parquet file atomically (temporary file, fsync, rename)."""
+    fsio.write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _clean(value: Any) -> Any:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mprig import fsio
+
 FORMAT = 1  # run.json format this mprig writes and reads
 RUN_JSON = "run.json"
 CAMPAIGN_JSON = "campaign.json"
@@ -46,14 +48,8 @@ def artifact_hashes(directory: Path) -> dict[str, str]:
 
 
 def write_json(path: Path, doc: Any) -> None:
-    """Write JSON durably: a temporary file, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as f:
-        json.dump(doc, f, indent=2, sort_keys=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    """Write JSON durably: a temporary file, fsync, rename (mprig/fsio.py)."""
+    fsio.write_json(path, doc)
 
 
 def commit(results: Path, run_id: str, record: dict[str, Any]) -> Path:
@@ -96,14 +92,20 @@ class Verdict:
 def read_record(bundle: Path) -> dict[str, Any]:
     """A bundle's run.json; ValueError when unreadable or of a newer format."""
     try:
-        doc = json.loads((bundle / RUN_JSON).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        doc = json.loads((bundle / RUN_JSON).read_bytes().decode())
+    except OSError as e:
+        raise ValueError(f"{bundle / RUN_JSON}: unreadable ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{bundle / RUN_JSON}: not UTF-8 text (byte {e.start})") from None
+    except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"{bundle / RUN_JSON}: unreadable ({e})") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{bundle / RUN_JSON}: not a JSON object")
     fmt = doc.get("format")
-    if not isinstance(fmt, int) or fmt > FORMAT:
-        raise ValueError(f"{bundle / RUN_JSON}: format {fmt!r} is newer than {FORMAT}; upgrade")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise ValueError(f"{bundle / RUN_JSON}: format must be a whole number, got {fmt!r}")
+    if fmt > FORMAT:
+        raise ValueError(f"{bundle / RUN_JSON}: format {fmt} is newer than {FORMAT}; upgrade")
     return doc
 
 

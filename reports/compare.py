@@ -56,6 +56,7 @@ class Comparison:
     tolerance: float
     rows: tuple[Row, ...]
     notes: tuple[str, ...] = field(default=())
+    corrupt: tuple[str, ...] = field(default=())  # `current: corrupt run X: why`, excluded
 
     @property
     def regressions(self) -> list[Row]:
@@ -63,7 +64,9 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.regressions else 0
+        """1 on a regression; else 2 when corrupt runs were excluded (the numbers are not
+        the campaign's); else 0."""
+        return 1 if self.regressions else 2 if self.corrupt else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,7 @@ class Comparison:
             "tolerance": self.tolerance,
             "regressions": len(self.regressions),
             "notes": list(self.notes),
+            "corrupt": list(self.corrupt),
             "rows": [{**asdict(r), "change_pct": r.change_pct} for r in self.rows],
         }
 
@@ -106,9 +110,15 @@ def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Com
     unjudged = sorted({r.metric for r in rows if r.verdict == "info"})
     if unjudged:
         notes.append(f"no direction declared, not judged: {', '.join(unjudged)}")
+    corrupt = [
+        f"{role}: corrupt run {run_id}: {why}"
+        for role, res in (("baseline", baseline), ("current", current))
+        for run_id, why in sorted(res.corrupt.items())
+    ]
     return Comparison(
-        str(baseline.root), str(current.root), current.name, tolerance, tuple(rows), tuple(notes)
-    )
+        str(baseline.root), str(current.root), current.name, tolerance, tuple(rows),
+        tuple(notes + [f"{c}; excluded from the numbers" for c in corrupt]), tuple(corrupt),
+    )  # fmt: skip
 
 
 def spec_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -163,6 +173,9 @@ def check_complete(results: Results, role: str) -> None:
 def check_usable(results: Results, role: str) -> None:
     """What a baseline must be: complete, with MIN_RUNS complete runs at every point."""
     check_complete(results, role)
+    if results.corrupt:
+        ids = ", ".join(sorted(results.corrupt))
+        raise UsageError(f"{role} results {results.root} have corrupt runs ({ids}); see the report")
     if results.complete.empty:
         raise UsageError(f"{role} results {results.root} have no complete run; see the report")
     for key, group in _groups(results).items():
@@ -313,13 +326,16 @@ def summary_line(c: Comparison) -> str:
     """One line: `REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] p=0.0004` or `OK (...)`."""
     metrics = len({r.metric for r in c.rows})
     regs = c.regressions
+    n = len(c.corrupt)
+    bad = f"; {n} corrupt run{'s' if n > 1 else ''} excluded" if n else ""
     if not regs:
-        return f"OK ({metrics} metrics, 0 regressions)"
+        head = "CORRUPT" if n else "OK"
+        return f"{head} ({metrics} metrics, 0 regressions{bad})"
     r = worst(regs)
     more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
     return (
         f"REGRESSION {r.metric} {where(r)} {pct(r.ratio)} "
-        f"[{(r.low - 1) * 100:+.1f}, {(r.high - 1) * 100:+.1f}] p={r.p_value:.2g}{more}"
+        f"[{(r.low - 1) * 100:+.1f}, {(r.high - 1) * 100:+.1f}] p={r.p_value:.2g}{more}{bad}"
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mprig import fsio
 from reports.results import Results, fmt_value, point_label, short_axis
 from reports.stats import mean_ci
 from reports.tables import RATE_METRICS, Display
@@ -46,8 +47,8 @@ def _new(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (6.4, 3.6))
 def _save(fig: Figure, out: Path, key: str, title: str) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
-    fig.savefig(png, dpi=90)
-    fig.savefig(svg, metadata={"Date": None})
+    fsio.write_with(png, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
+    fsio.write_with(svg, lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None}))
     return Plot(key, title, png, svg)
 
 

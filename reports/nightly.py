@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mprig import fsio
 from mprig.errors import MprigError, UsageError
 
 if TYPE_CHECKING:
@@ -92,13 +93,22 @@ def run_and_collect(
 
 
 def keep_baseline(results: Path, baseline: Path) -> None:
-    """Copy what compare needs (campaign.json, runs.parquet, run.json files) to BASELINE."""
+    """Copy what compare needs (campaign.json, runs.parquet, run.json files) to BASELINE,
+    with baseline.json: their sha256, which stand in for the artifacts left behind."""
+    from mprig.bundle import sha256_file
+    from reports.results import BASELINE_MANIFEST
+
     baseline.mkdir(parents=True, exist_ok=True)
+    names = list(BASELINE_FILES)
     for name in BASELINE_FILES:
-        shutil.copy2(results / name, baseline / name)
-    for run_json in results.glob("*/run.json"):
+        fsio.write_bytes(baseline / name, (results / name).read_bytes())
+    for run_json in sorted(results.glob("*/run.json")):
         (baseline / run_json.parent.name).mkdir(exist_ok=True)
-        shutil.copy2(run_json, baseline / run_json.parent.name / "run.json")
+        name = f"{run_json.parent.name}/run.json"
+        fsio.write_bytes(baseline / name, run_json.read_bytes())
+        names.append(name)
+    sums = {name: sha256_file(baseline / name) for name in names}
+    fsio.write_json(baseline / BASELINE_MANIFEST, {"format": 1, "sha256": sums})
 
 
 def history_rows(date: str, comparison: Comparison) -> list[dict[str, Any]]:
@@ -162,9 +172,7 @@ def append_history(history: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
         old = old[~old["date"].isin(nights)]
         new = pd.concat([old, new], ignore_index=True) if len(old) else new
     new = new.sort_values(["date", "metric", "variant", "point"], kind="stable", ignore_index=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    new.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    fsio.write_with(path, lambda tmp: new.to_parquet(tmp, index=False))
     return new
 
 
@@ -194,8 +202,10 @@ def trend_figure(history: pd.DataFrame, out: Path) -> Path | None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
     out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "trend.png", dpi=90)
-    fig.savefig(out / "trend.svg", metadata={"Date": None})
+    fsio.write_with(out / "trend.png", lambda tmp: fig.savefig(tmp, format="png", dpi=90))
+    fsio.write_with(
+        out / "trend.svg", lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None})
+    )
     return out / "trend.png"
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mprig import fsio
 from mprig.errors import UsageError
 from reports import tables as tb
 from reports.figures import Plot
@@ -345,14 +346,14 @@ def write_report(results: Results, out: Path, formats: list[str]) -> dict[str, P
 def _write_csv(report: Report, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for t in report.tables:
-        (directory / f"{t.key}.csv").write_text(tb.to_csv(t))
+        fsio.write_text(directory / f"{t.key}.csv", tb.to_csv(t))
     if report.checks:
         import pandas as pd
 
-        pd.DataFrame(check_rows(report.checks)).to_csv(directory / "references.csv", index=False)
+        checks = pd.DataFrame(check_rows(report.checks))
+        fsio.write_with(directory / "references.csv", lambda tmp: checks.to_csv(tmp, index=False))
     return directory
 
 
 def _write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
+    return fsio.write_text(path, text)

@@ -32,6 +32,7 @@ class Results:
     planned: tuple[dict[str, Any], ...]  # planned runs: run_id, variant, repetition, point
     runs: pd.DataFrame  # runs.parquet, plus derived columns (link_util)
     bundles: dict[str, dict[str, Any]] = field(default_factory=dict)  # run_id -> run.json
+    corrupt: dict[str, str] = field(default_factory=dict)  # run_id -> why (status "corrupt")
 
     @property
     def axes(self) -> list[str]:
@@ -66,7 +67,8 @@ class Results:
         """Rows of runs that failed or were interrupted, with their reason."""
         bad = self.runs[self.runs["status"] != "complete"].copy()
         bad["reason"] = [
-            str(self.bundles.get(r, {}).get("reason", "no reason recorded")) for r in bad["run_id"]
+            self.corrupt.get(r) or str(self.bundles.get(r, {}).get("reason", "no reason recorded"))
+            for r in bad["run_id"]
         ]
         return bad
 
@@ -92,16 +94,35 @@ def load(root: str | Path) -> Results:
     except (OSError, ValueError) as e:
         raise UsageError(f"{parquet}: unreadable parquet ({e}); run `mprig collect` again") from e
     _check_columns(runs, parquet)
+    check_duplicates(root, runs)
     spec = dict(campaign.get("spec") or campaign.get("campaign") or {})
     name = str(spec.get("name") or campaign.get("name") or root.name)
+    records, corrupt = _read_bundles(root, runs)
+    runs = _derive(runs)
+    runs.loc[runs["run_id"].isin(list(corrupt)), "status"] = "corrupt"
     return Results(
         root=root,
         name=name,
         spec=spec,
         planned=tuple(_planned_runs(campaign)),
-        runs=_derive(runs),
-        bundles=_read_bundles(root, list(runs["run_id"])),
+        runs=runs,
+        bundles=records,
+        corrupt=corrupt,
     )
+
+
+def check_duplicates(root: Path, runs: pd.DataFrame) -> None:
+    """Two bundles of one run (a copy) or two rows of one run: an error naming both."""
+    from collectors.collect import bundle_dirs
+    from collectors.collect import check_duplicates as check_bundles
+
+    check_bundles(list(bundle_dirs(root)))
+    twice = sorted({str(r) for r in runs["run_id"][runs["run_id"].duplicated()]})
+    if twice:
+        raise UsageError(
+            f"{root / 'runs.parquet'}: runs {', '.join(twice)} appear twice; "
+            f"run `mprig collect {root}` again"
+        )
 
 
 def _read_json(path: Path, *, what: str) -> dict[str, Any]:
@@ -150,15 +171,64 @@ def _planned_runs(campaign: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _read_bundles(root: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    bundles = {}
-    for run_id in run_ids:
-        path = root / str(run_id) / "run.json"
-        if path.is_file():
-            doc = _read_json(path, what="run.json")
-            _check_format(doc, path)
-            bundles[str(run_id)] = doc
-    return bundles
+def _read_bundles(
+    root: Path, runs: pd.DataFrame
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Every run's run.json, and why the runs that runs.parquet calls complete cannot be
+    trusted: run.json unreadable, or its artifacts' sha256 no longer what it records (a
+    kept baseline, which has no artifacts, is checked against its baseline.json)."""
+    from mprig import bundle
+
+    manifest = _baseline_manifest(root)
+    records: dict[str, dict[str, Any]] = {}
+    corrupt: dict[str, str] = {}
+    for run_id, status in zip(runs["run_id"], runs["status"], strict=True):
+        run_id = str(run_id)
+        try:
+            records[run_id] = bundle.read_record(root / run_id)
+        except ValueError as e:
+            if status == "complete" or (root / run_id / "run.json").exists():
+                corrupt[run_id] = str(e)
+            continue
+        if status != "complete":
+            continue
+        if manifest is not None:
+            why = _manifest_problem(root, manifest, f"{run_id}/run.json")
+        else:
+            verdict = bundle.verify(root / run_id)
+            why = None if verdict.ok else f"{root / run_id}: {verdict.reason}"
+        if why:
+            corrupt[run_id] = why
+    return records, corrupt
+
+
+BASELINE_MANIFEST = "baseline.json"  # sha256 of the files a kept baseline holds
+
+
+def _baseline_manifest(root: Path) -> dict[str, str] | None:
+    """A kept baseline's sha256 manifest (reports/nightly.py keep_baseline), checked for
+    the campaign-wide files; None for ordinary results."""
+    path = root / BASELINE_MANIFEST
+    if not path.is_file():
+        return None
+    doc = _read_json(path, what=BASELINE_MANIFEST)
+    sums = doc.get("sha256")
+    if not isinstance(sums, dict):
+        raise UsageError(f"{path}: no sha256 table; set the baseline again")
+    for name in ("campaign.json", "runs.parquet"):
+        problem = _manifest_problem(root, sums, name)
+        if problem:
+            raise UsageError(f"{problem}: the baseline is corrupt; set it again")
+    return {str(k): str(v) for k, v in sums.items()}
+
+
+def _manifest_problem(root: Path, sums: dict[str, str], name: str) -> str | None:
+    from mprig import bundle
+
+    path = root / name
+    if name not in sums or not path.is_file():
+        return f"{path}: not in {root / BASELINE_MANIFEST}"
+    return None if bundle.sha256_file(path) == sums[name] else f"{path}: sha256 differs"
 
 
 def _derive(runs: pd.DataFrame) -> pd.DataFrame:

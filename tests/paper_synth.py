@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from mprig import wifi
+from mprig.bundle import sha256_file
 from mprig.plan import Run, expand
 from mprig.spec import load_campaign
 
@@ -101,7 +102,11 @@ def write(
         )
         bundle = root / run.run_id
         bundle.mkdir(exist_ok=True)
-        (bundle / "run.json").write_text(json.dumps(_run_json(run, available_cc)))
+        # one artifact per run, hashed in run.json as the runner does (reports verify it)
+        (bundle / "iperf3-client.json").write_text(json.dumps({"run": run.run_id}))
+        record = _run_json(run, available_cc)
+        record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
+        (bundle / "run.json").write_text(json.dumps(record))
     pd.DataFrame(rows).to_parquet(root / "runs.parquet")
     return root
 

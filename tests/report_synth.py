@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mprig.bundle import sha256_file
 from mprig.spec import Campaign
 
 AXIS = "paths.wifi.distance_m"
@@ -217,7 +218,11 @@ def write(root: Path, s: Synth | None = None) -> Path:
         )
         bundle = root / p["run_id"]
         bundle.mkdir(exist_ok=True)
-        (bundle / "run.json").write_text(json.dumps(_run_json(s, p, status, campaign)))
+        # one artifact per run, hashed in run.json as the runner does (reports verify it)
+        (bundle / "iperf3-client.json").write_text(json.dumps({"run": p["run_id"]}))
+        record = _run_json(s, p, status, campaign)
+        record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
+        (bundle / "run.json").write_text(json.dumps(record))
         if s.timeseries and status == "complete":
             _timeseries(np.random.default_rng(p["index"])).to_parquet(bundle / "timeseries.parquet")
     runs = pd.DataFrame(rows).drop(columns=list(s.omit_metrics))

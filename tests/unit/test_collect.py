@@ -22,6 +22,7 @@ from collectors.collect import (
 )
 from collectors.directions import direction
 from collectors.kernelofo import ofo_skbs
+from mprig import bundle as bundles
 from mprig.cli import main
 from mprig.errors import UsageError
 
@@ -43,8 +44,10 @@ def make_campaign(root: Path) -> Path:
     camp = root / "fx"
     for name in ("ok", "damaged", "failed", "corrupt"):
         shutil.copytree(FIXTURE, camp / name)
+        (camp / name / "label.txt").write_text(name)  # each run's own artifacts (no copies)
         record = json.loads((camp / name / "run.json").read_text())
         record |= {"run_id": name, "campaign": "fx", "point": {"paths.wifi.down.rate_mbit": 2.0}}
+        record["artifacts"] |= {"label.txt": bundles.sha256_file(camp / name / "label.txt")}
         if name == "failed":
             record |= {"status": "failed", "reason": "iperf3 exited with status 1"}
         (camp / name / "run.json").write_text(json.dumps(record))
@@ -153,17 +156,17 @@ def test_corrupt_and_damaged_runs_are_reported_by_file(collected: CampaignOutcom
         "corrupt/run.json: unreadable (Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1))"
     )
+    # an artifact changed after the run: the run is corrupt, excluded from the numbers
     assert collected.problems[1:] == [
-        "damaged/artifact ss-server.txt: sha256 differs from run.json",
-        "damaged/ss-server.txt:1: socket line before the first '# <unix time>' header",
+        "damaged: corrupt, excluded: artifact ss-server.txt: sha256 differs from run.json",
     ]
     assert row(collected, "corrupt") == {"run_id": "corrupt", "campaign": "fx", "status": "corrupt"}
-    damaged, ok = row(collected, "damaged"), row(collected, "ok")
-    # only the ss metrics are lost
-    assert {k: v for k, v in damaged.items() if v != ok.get(k)} == {
-        "run_id": "damaged", "srtt_ms.wifi": None, "srtt_ms.cell": None,
-        "cwnd_mean.wifi": None, "cwnd_mean.cell": None,
+    assert row(collected, "damaged") == {
+        "campaign": "fx", "run_id": "damaged", "variant": "mptcp", "protocol": "mptcp",
+        "status": "corrupt", "index": 0, "repetition": 1, "seed": 1,
+        "param.paths.wifi.down.rate_mbit": 2.0,
     }  # fmt: skip
+    assert not (collected.root / "damaged" / "metrics.json").exists()
 
 
 def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
@@ -177,7 +180,7 @@ def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
         *PATH_COLUMNS,
     ]  # fmt: skip
     assert list(runs["run_id"]) == ["corrupt", "damaged", "failed", "ok"]
-    assert list(runs["status"]) == ["corrupt", "complete", "failed", "complete"]
+    assert list(runs["status"]) == ["corrupt", "corrupt", "failed", "complete"]
     kinds = {str(t) for c, t in runs.dtypes.items() if c in ("ooo_max_bytes", "index")}
     assert (kinds, str(runs.dtypes["ooo_ratio"])) == ({"Int64"}, "float64")
     assert runs.loc[runs["run_id"] == "failed", list(ALL_METRICS)].isna().all(axis=None)
@@ -212,7 +215,7 @@ def test_second_collect_reuses_and_writes_the_same(tmp_path: Path) -> None:
     first = collect_campaign(camp, Options())
     table, metrics = pd.read_parquet(first.parquet), (camp / "ok" / "metrics.json").read_bytes()
     second = collect_campaign(camp, Options())
-    assert [r.reused for r in second.runs] == [False, True, False, True]
+    assert [r.reused for r in second.runs] == [False, False, False, True]
     assert second.problems == first.problems
     pd.testing.assert_frame_equal(pd.read_parquet(second.parquet), table)
     assert (camp / "ok" / "metrics.json").read_bytes() == metrics
@@ -236,9 +239,9 @@ def test_cli_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     (camp / "ok" / "iperf3-client.json").write_text("")
     assert main(["collect", str(camp), "--quiet", "--bin", "0.2"]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "mprig: fx/ok/artifact iperf3-client.json: sha256 differs from run.json",
-        "mprig: fx/ok/iperf3-client.json: empty iperf3 output (iperf3 did not run or was killed)",
-        "mprig: 2 artifact problem(s); their metrics are null",
+        "mprig: fx/ok: corrupt, excluded: artifact iperf3-client.json: sha256 differs from "
+        "run.json",
+        "mprig: 1 artifact problem(s); their metrics are null",
     ]
 
 
@@ -297,9 +300,11 @@ def test_bulk_run_keeps_bulk_json_and_has_no_iperf3(tmp_path: Path) -> None:
     (camp / "bulk" / "bulk.json").write_text(json.dumps(bulk))
     for name in ("iperf3-client.json", "iperf3-server.json"):
         (camp / "bulk" / name).unlink()
+    # the runner lists the artifacts a bulk run wrote (no iperf3 files, bulk.json)
+    record["artifacts"] = bundles.artifact_hashes(camp / "bulk")
+    (camp / "bulk" / "run.json").write_text(json.dumps(record))
     outcome = collect_campaign(camp, Options())
     doc = json.loads((camp / "bulk" / "metrics.json").read_text())
     assert (doc["bulk"], doc["iperf3"], doc["row"]["iperf3_bps"]) == (bulk, {}, None)
-    # the artifacts run.json lists changed (two iperf3 files gone, bulk.json new): reported
-    assert outcome.problems == ["bulk/artifact iperf3-client.json is missing"]
+    assert outcome.problems == []
     assert doc["row"]["goodput_bps"] > 0

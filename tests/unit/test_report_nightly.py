@@ -50,8 +50,9 @@ def test_nights_baseline_ok_regression_error(
         for p in (tmp_path / "baseline").rglob("*")
         if p.is_file()
     )
-    assert kept[:2] == ["campaign.json", "dsack-d10-r1/run.json"] and "runs.parquet" in kept
-    assert len(kept) == 2 + 20
+    # baseline.json: the sha256 of what is kept (the artifacts stay behind)
+    assert kept[:3] == ["baseline.json", "campaign.json", "dsack-d10-r1/run.json"]
+    assert "runs.parquet" in kept and len(kept) == 3 + 20
 
     code, out = cli(tmp_path, "2026-11-20", night(tmp_path, "2026-11-20", noise=2), capsys)
     history = pd.read_parquet(tmp_path / "history" / "history.parquet")

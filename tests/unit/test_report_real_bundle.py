@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mprig import bundle
 from mprig.cli import main
 from reports import figures, results
 
@@ -37,7 +38,11 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if rep > REPS:
             continue  # planned, never run: a partial campaign
         shutil.copytree(FIXTURE, root / run_id)
+        (root / run_id / "label.txt").write_text(run_id)  # each run its own artifacts
         copy = record | {"run_id": run_id, "campaign": "real", "repetition": rep, "index": rep - 1}
+        copy["artifacts"] = record["artifacts"] | {
+            "label.txt": bundle.sha256_file(root / run_id / "label.txt")
+        }
         (root / run_id / "run.json").write_text(json.dumps(copy))
     spec = {"name": "real", "variants": [record["variant"]], "paths": record["paths"]}
     (root / "campaign.json").write_text(json.dumps({"format": 1, "spec": spec, "plan": plan}))
