@@ -4,6 +4,8 @@ Algorithm 1, and the parsers the controller reads ss and ip with."""
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -271,3 +273,95 @@ def test_receiver_rtt_misses_the_queueing_the_sender_sees() -> None:
     assert rx == {"10.117.1.1": 12.0, "10.117.2.1": 21.674, "10.117.3.1": 16.257,
                   "10.117.4.1": 54.992}  # fmt: skip
     assert tx["10.117.1.1"] == 286.16
+
+
+# The runner's ss sampler on the sender writes `# <unix time>` then `ss -tinHM`; the case B
+# server fixture is `ss -tinH` (no netid column), which parse_ss reads the same way.
+CASE_B_SAMPLES = f"# 1700000000.100000\n{CASE_B_TX}# 1700000000.200000\n{CASE_B_TX[:300]}"
+SLOW = "10.117.1.1:45843"  # the 1 Mbit/s path's subflow (the initial one)
+
+
+def test_last_sample_is_the_newest_complete_one() -> None:
+    # the sample after the last header is still being written
+    assert rbpm.last_sample(CASE_B_SAMPLES) == (1_700_000_000.1, CASE_B_TX)
+    assert rbpm.last_sample(f"# 1.5\n{CASE_B_TX[:300]}") is None
+
+
+def test_sender_subflows_by_the_receivers_key() -> None:
+    """The server's subflows keyed by their peer address:port, which is how the client
+    names its own end: the data connection's four, with srtt and cwnd."""
+    tx = rbpm.sender_subflows(CASE_B_TX)
+    conn, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    got = {f"{s.addr}:{s.port}": (tx[f"{s.addr}:{s.port}"].info["rtt"], tx[f"{s.addr}:{s.port}"].info["cwnd"]) for s in subs}  # fmt: skip
+    assert got == {
+        "10.117.3.1:52489": ("35.285/24.734", "40"),
+        "10.117.4.1:57783": ("38.775/26.425", "10"),
+        "10.117.2.1:41743": ("24.182/18.887", "10"),
+        SLOW: ("286.16/165.56", "130"),
+    }
+
+
+def test_case_b_sender_inputs_exceed_the_free_buffer_and_stop_the_1_mbit_path() -> None:
+    """Issue 15 part 5: with the sender's srtt and cwnd (the paper's inputs) case B's
+    requirement exceeds the client's free buffer and the 1 Mbit/s subflow is stopped.
+    j = 286 ms: k = 10, 7, 6 for the 24, 35 and 39 ms subflows with cwnd 10, 40, 10."""
+    conn, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    assert conn is not None
+    tx = rbpm.sender_subflows(CASE_B_TX)
+    est = rbpm.Estimator("receiver", window=0.5)
+    assert est.subflows(100.0, subs, set(), tx) == []  # not seen for a window yet
+    flows = est.subflows(100.5, subs, set(), tx)
+    assert [(f.key, f.rtt_ms, f.pkts) for f in flows] == [
+        ("10.117.3.1:52489", 35.285, 40.0),
+        ("10.117.4.1:57783", 38.775, 10.0),
+        ("10.117.2.1:41743", 24.182, 10.0),
+        (SLOW, 286.16, 130.0),
+    ]
+    free = rbpm.free_bytes("receiver", conn, subs)
+    d = rbpm.decide(flows, free)
+    assert (d.action, d.targets, d.required) == (
+        "backup",
+        (SLOW,),
+        (10 * 10 + 7 * 40 + 6 * 10) * MSS,
+    )
+    assert (round(free), d.required > free) == (100_378, True)
+
+
+def test_controller_marks_the_slow_endpoint_from_the_senders_samples() -> None:
+    """One step of the controller on the case B fixtures: the client's ss and endpoints
+    through its runner, the server's samples through the file it reads."""
+    calls: list[list[str]] = []
+    eps = "10.117.1.1 id 1 subflow dev c1 \n10.117.2.1 id 2 subflow dev c2 \n"
+
+    def run(argv: list[str]) -> str:
+        calls.append(argv)
+        return CASE_B_RX if argv[0] == "ss" else eps if argv[-1] == "show" else ""
+
+    log = io.StringIO()
+    c = rbpm.Controller("receiver", 5700, log, run=run, window=0.5, sender_ss="/x/ss.txt")
+    c.read = lambda path: CASE_B_SAMPLES if path == "/x/ss.txt" else ""
+    c.step(1_700_000_000.3)
+    c.step(1_700_000_000.8)
+    assert calls[-1] == ["ip", "mptcp", "endpoint", "change", "id", "1", "backup"]
+    last = json.loads(log.getvalue().splitlines()[-1])["decision"]
+    assert (last["inputs"], last["targets"], last["endpoints"]) == ("sender", [SLOW], {SLOW: 1})
+
+
+def test_controller_does_not_act_on_a_stale_sender_sample() -> None:
+    log = io.StringIO()
+    c = rbpm.Controller("receiver", 5700, log, run=lambda a: CASE_B_RX, sender_ss="/x")
+    c.read = lambda path: CASE_B_SAMPLES
+    c.step(1_700_000_005.0)  # the newest sample is 4.9 s old
+    assert [json.loads(x)["event"] for x in log.getvalue().splitlines()] == ["no_sender_sample"]
+
+
+def test_runner_points_a_download_controller_at_the_servers_sampler() -> None:
+    links = (PathLink("p1", "wired", "eth1", "10.1.1.2", "r1", "r1-c", "r1-s"),)
+    d = Direction(rate_mbit=5, delay_ms=10)
+    paths = (Path_(name="p1", kind="wired", down=d, up=d),)
+    run = Run("r1", 0, 1, 0, Variant(name="v", path_manager="rbpm"), paths,
+              Traffic(duration_s=5), Capture(snaplen=160))  # fmt: skip
+    argv = commands.build(run, links, server_addr="10.9.0.1").background[0][1]
+    assert argv[argv.index("--sender-ss") + 1] == "/tmp/mprig-virtual/r1/server/ss.txt"
+    up = dataclasses.replace(run, traffic=Traffic(duration_s=5, direction="upload"))
+    assert "--sender-ss" not in commands.build(up, links).background[0][1]
