@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mprig import commands
+from mprig import commands, knobs
 from mprig.plan import Run
 from mprig.rig.host import PathLink
 from mprig.spec import Capture, Direction, Path, Traffic, Variant
@@ -47,13 +47,11 @@ def test_mptcp_download_full_command_list() -> None:
     assert cmds == [
         ("client", sysctl),
         ("server", sysctl),
-        ("client", limits),
         ("server", limits),
-        ("client", ["ip", "mptcp", "endpoint", "flush"]),
-        ("client", ["ip", "mptcp", "endpoint", "add", "10.1.1.2", "dev", "wlan0", "id", "1",
-                    "subflow"]),
-        ("client", ["ip", "mptcp", "endpoint", "add", "10.2.1.2", "dev", "wwan0", "id", "2",
-                    "subflow"]),
+        ("client", knobs.ip_batch(["mptcp limits set subflows 8 add_addr_accepted 8",
+                                   "mptcp endpoint flush",
+                                   "mptcp endpoint add 10.1.1.2 dev wlan0 id 1 subflow",
+                                   "mptcp endpoint add 10.2.1.2 dev wwan0 id 2 subflow"])),
         ("ap", [*netem, "ap-c", "root", "netem", "delay", "10ms", "rate", "20mbit",
                 "limit", "1017"]),
         ("ap", [*netem, "ap-s", "root", "netem", "delay", "10ms", "rate", "20mbit",

@@ -83,22 +83,21 @@ def test_tcp_variant_sets_no_mptcp_sysctls_and_one_endpoint() -> None:
     assert cmds == [
         ("client", sysctl),
         ("server", sysctl),
-        ("client", limits),
         ("server", limits),
-        ("client", ["ip", "mptcp", "endpoint", "flush"]),
-        ("client", ["ip", "mptcp", "endpoint", "add", "10.2.1.2", "dev", "wwan0", "id", "2",
-                    "subflow"]),
+        ("client", knobs.ip_batch(["mptcp limits set subflows 8 add_addr_accepted 8",
+                                   "mptcp endpoint flush",
+                                   "mptcp endpoint add 10.2.1.2 dev wwan0 id 2 subflow"])),
     ]  # fmt: skip
     assert knobs.bind_link(v, LINKS) == LINKS[1]
 
 
 def test_mptcp_subset_gets_endpoints_only_on_its_paths() -> None:
     v = Variant(name="sub", paths=("w3", "wifi"))
-    endpoint_cmds = [argv for _, argv in knobs.apply_commands(v, LINKS) if "endpoint" in argv]
-    assert endpoint_cmds == [
-        ["ip", "mptcp", "endpoint", "flush"],
-        ["ip", "mptcp", "endpoint", "add", "10.3.1.2", "dev", "eth3", "id", "3", "subflow"],
-        ["ip", "mptcp", "endpoint", "add", "10.1.1.2", "dev", "wlan0", "id", "1", "subflow"],
+    client = [argv for host, argv in knobs.apply_commands(v, LINKS) if host == "client"]
+    assert [line for line in client[-1][4:] if "endpoint" in line] == [
+        "mptcp endpoint flush",
+        "mptcp endpoint add 10.3.1.2 dev eth3 id 3 subflow",
+        "mptcp endpoint add 10.1.1.2 dev wlan0 id 1 subflow",
     ]
     assert knobs.bind_link(v, LINKS) == LINKS[2]
 
