@@ -131,6 +131,10 @@ _REPETITIONS = "with sweep points and variants, a plan has at most 100000 runs"
 _SEED = "a 32-bit seed"
 
 
+# Calibrations of the Wi-Fi channel model, one per paper (mprig/wifi.py CALIBRATIONS).
+ChannelModel = Literal["ns3-default", "seed000", "seed003"]
+
+
 class Direction(StrictModel):
     """Impairment of one direction of a path (applied with tc netem on its router)."""
 
@@ -168,12 +172,14 @@ class Path(StrictModel):
     # wifi: distance to the AP
     distance_m: float | None = Field(default=None, gt=0, le=10_000, description=_DISTANCE)
     wifi_standard: Literal["11b", "11g"] | None = None  # wifi: PHY used by the channel model
+    # wifi: the channel model's calibration (mprig/wifi.py CALIBRATIONS); None: the default
+    channel_model: ChannelModel | None = None
 
     @model_validator(mode="after")
     def _wifi_fields(self) -> Path:
         issues: list[tuple[Loc, str]] = [
             ((key,), f"is for Wi-Fi paths (the 802.11 channel model); this path is {self.kind}")
-            for key in ("distance_m", "wifi_standard")
+            for key in ("distance_m", "wifi_standard", "channel_model")
             if self.kind != "wifi" and getattr(self, key) is not None
         ]
         if issues:
@@ -479,7 +485,7 @@ SWEEP_SYNTAX = (
     "an axis is paths.<path>.<field>, paths.<path>.down|up.<field>, "
     "variants.<field>, variants.<variant>.<field> or traffic.<field>"
 )
-PATH_AXIS_FIELDS = (*DIRECTION_FIELDS, "distance_m", "wifi_standard")
+PATH_AXIS_FIELDS = (*DIRECTION_FIELDS, "distance_m", "wifi_standard", "channel_model")
 VARIANT_AXIS_FIELDS = tuple(f for f in Variant.model_fields if f != "name")
 TRAFFIC_AXIS_FIELDS = tuple(Traffic.model_fields)
 

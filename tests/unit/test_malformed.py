@@ -53,7 +53,7 @@ EXPECTED = {
     " beyond any link a rig or netem carries)",
     "sweep_unknown_field.yaml": ":18: sweep.axes[paths.wifi.colour]: unknown path field"
     " 'colour'; fields: rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts,"
-    " distance_m, wifi_standard (or down.<f>, up.<f>)",
+    " distance_m, wifi_standard, channel_model (or down.<f>, up.<f>)",
     "sweep_unknown_variant.yaml": ":18: sweep.axes[variants.tcp_cell.cc]: no variant named"
     " 'tcp_cell'; variants: mptcp, tcp_wifi",
     "sweep_value_out_of_range.yaml": ":18: sweep.axes[paths.cell.loss_pct]: value 150:"
@@ -67,7 +67,7 @@ EXPECTED = {
     "tab_indent.yaml": ":10: tab character in indentation; indent with spaces",
     "tcp_without_path.yaml": ":13: variants.tcp_wifi.path: a tcp variant needs `path: <path name>`",
     "unknown_key.yaml": ":7: paths.wifi.colour: unknown key; allowed: name, kind, down, up,"
-    " distance_m, wifi_standard, rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts",
+    " distance_m, wifi_standard, channel_model, rate_mbit, delay_ms, jitter_ms, loss_pct, reorder_pct, limit_pkts",
     "variant_unknown_path.yaml": ":15: variants.tcp_wifi.path: no path named 'wlan';"
     " paths: wifi, cell",
     "yaml_syntax_error.yaml": ":3: YAML syntax error: while parsing a flow node, did not find"
