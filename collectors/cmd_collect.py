@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from collectors.cmd_analyze import BIN_TYPE, K_TYPE
-from mprig.errors import UsageError
 
 EPILOG = """\
 examples:
@@ -54,9 +53,7 @@ def collect(args: argparse.Namespace) -> int:
     """Collect every campaign under RESULTS; 1 if any artifact could not be read."""
     from collectors.collect import Options, campaign_dirs, collect_campaign
 
-    if args.k < 1 or args.bin_s <= 0:
-        raise UsageError(f"--k must be >= 1 and --bin > 0, got {args.k} and {args.bin_s}")
-    options = Options(k_block=args.k, bin_s=args.bin_s)
+    options = Options(k_block=args.k, bin_s=args.bin_s)  # UsageError on a bad --k or --bin
     problems = 0
     for root in campaign_dirs(args.results):
         started = time.monotonic()
