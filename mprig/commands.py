@@ -58,7 +58,9 @@ def build(
     background = []
     if run.variant.path_manager == "rbpm":
         log = f"{remote_dir(rig, run.run_id, 'client')}/{rbpm_run.LOG}"
-        background.append(("client", rbpm_run.controller_argv(run, log), rbpm_run.STDOUT))
+        tx = f"{remote_dir(rig, run.run_id, 'server')}/ss.txt"  # the ss sampler's output
+        ctl = rbpm_run.controller_argv(run, log, tx)
+        background.append(("client", ctl, rbpm_run.STDOUT))
         teardown += rbpm_run.restore_commands(run.variant, links)
     return RunCommands(setup, server, client, teardown, background)
 

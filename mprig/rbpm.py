@@ -124,6 +124,7 @@ class SsSocket:
     token: str  # local MPTCP token: ties subflows to their connection
     info: dict[str, str]  # every key:value of the info line (skmem kept whole)
     peer: str = ""  # peer address
+    peer_port: int = 0  # peer port
 
 
 _SKMEM = re.compile(r"skmem:\(([^)]*)\)")
@@ -149,7 +150,8 @@ def _info(line: str) -> dict[str, str]:
 
 
 def parse_ss(text: str) -> list[SsSocket]:
-    """Sockets of `ss -tinHMm` output: a socket line, then its indented info line."""
+    """Sockets of `ss -tinHMm` (or `ss -tinH`) output: a socket line, then its indented
+    info line."""
     out: list[SsSocket] = []
     head: list[str] | None = None
     for line in text.splitlines():
@@ -158,10 +160,12 @@ def parse_ss(text: str) -> list[SsSocket]:
             m = _TOKEN.match(info.get("token", ""))
             addr, port = _local(head[4])
             token = m.group(1) if m else ""
-            out.append(SsSocket(head[0], addr, port, token, info, _local(head[5])[0]))
+            out.append(SsSocket(head[0], addr, port, token, info, *_local(head[5])))
             head = None
         elif line.strip():
             head = line.split()
+            if head[0].isupper():  # `ss -t` alone prints no netid column: a TCP socket
+                head = ["tcp", *head]
             if len(head) < 6:
                 head = None
     return out
@@ -203,6 +207,25 @@ def _float(sock: SsSocket, key: str) -> float:
         return 0.0
 
 
+def last_sample(text: str) -> tuple[float, str] | None:
+    """The newest complete sample of the ss sampler's output (a `# <unix time>` line, then
+    ss's lines): its time and ss text. The sample after the last header may be half written."""
+    heads = [m.start() for m in re.finditer(r"^# ", text, re.M)]
+    if len(heads) < 2:
+        return None
+    header, _, body = text[heads[-2] : heads[-1]].partition("\n")
+    try:
+        return float(header[2:].strip()), body
+    except ValueError:
+        return None
+
+
+def sender_subflows(text: str) -> dict[str, SsSocket]:
+    """The sender's subflows in ss output, keyed the way the receiver keys its own: the
+    peer's address:port (the client's local end)."""
+    return {f"{s.peer}:{s.peer_port}": s for s in parse_ss(text) if s.netid == "tcp"}
+
+
 def parse_endpoints(text: str) -> dict[str, tuple[int, bool]]:
     """`ip mptcp endpoint show`: local address -> (endpoint id, backup flag)."""
     out = {}
@@ -239,11 +262,22 @@ class Estimator:
     rates: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
     last: dict[str, Subflow] = field(default_factory=dict)
 
-    def subflows(self, now: float, subs: Sequence[SsSocket], stopped: set[str]) -> list[Subflow]:
+    def subflows(
+        self,
+        now: float,
+        subs: Sequence[SsSocket],
+        stopped: set[str],
+        sender: dict[str, SsSocket] | None = None,
+    ) -> list[Subflow]:
+        """The subflows the algorithm sees; `sender` (the receiver role in a download):
+        the sender's sockets by subflow key, whose srtt and cwnd replace the receiver's
+        estimates (sender_subflows)."""
         out = []
         for s in subs:
             key = f"{s.addr}:{s.port}"
-            fresh = self._measure(now, key, s)
+            fresh = self._measure(now, key, s, None if sender is None else sender.get(key))
+            if sender is not None and key not in sender:
+                fresh = None  # the sender does not show this subflow (yet)
             if key in stopped and key in self.last:
                 out.append(replace(self.last[key], active=False))
             elif fresh is not None:
@@ -251,13 +285,15 @@ class Estimator:
                 out.append(replace(fresh, active=key not in stopped))
         return out
 
-    def _measure(self, now: float, key: str, s: SsSocket) -> Subflow | None:
+    def _measure(self, now: float, key: str, s: SsSocket, tx: SsSocket | None) -> Subflow | None:
         mss = _int(s, "mss") or 1448
         rate = self._rate(now, key, _int(s, "bytes_received"))
         if rate is None:
             return None
-        if self.role == "sender":
-            rtt, pkts = _float(s, "rtt"), float(_int(s, "cwnd"))
+        if self.role == "sender" or tx is not None:
+            tx = tx or s
+            mss = _int(tx, "mss") or mss
+            rtt, pkts = _float(tx, "rtt"), float(_int(tx, "cwnd"))
             bw = pkts * mss / (rtt / 1000) if rtt > 0 else 0.0
         else:
             rtt = _float(s, "rcv_rtt")
@@ -306,6 +342,16 @@ def free_bytes(role: str, conn: SsSocket, subs: Sequence[SsSocket]) -> float:
 Runner = Callable[[list[str]], str]
 
 
+def read_tail(path: str, size: int = 65536) -> str:
+    """The last `size` bytes of a file (the sampler's newest samples); "" if it is missing."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - size))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def run_argv(argv: list[str]) -> str:
     """Run a command (argv list, no shell); its stdout; CalledProcessError on failure."""
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=5)
@@ -322,6 +368,9 @@ class Controller:
     run: Runner = run_argv
     window: float = 1.0
     hold: float = 1.0  # seconds a stop lasts at least
+    sender_ss: str | None = None  # the sender's ss sampler output (a download's inputs)
+    stale: float = 1.0  # seconds after which a sender sample is too old to act on
+    read: Callable[[str], str] = read_tail
     marked: dict[str, int] = field(default_factory=dict)  # subflow key -> endpoint id
     stopped_at: dict[str, float] = field(default_factory=dict)  # subflow key -> when
     est: Estimator = field(init=False)
@@ -336,14 +385,31 @@ class Controller:
         conn, subs = connection(parse_ss(self.run(self.ss_argv())))
         if conn is None or not subs:
             return
-        flows = self.est.subflows(now, subs, set(self.marked))
+        tx = self._sender(now)
+        if self.sender_ss is not None and tx is None:
+            return
+        flows = self.est.subflows(now, subs, set(self.marked), tx)
         if not flows:
             return
         d = decide(flows, free_bytes(self.role, conn, subs), self._may_enable(now, flows))
         endpoints = self._act(now, d, flows) if d.action != "none" else {}
         flags = {f"{s.addr}:{s.port}": s.info.get("flags", "") for s in subs}
         record = _decision_record(d, flows, endpoints, skmem(conn), flags)
+        record["inputs"] = "receiver" if tx is None and self.role == "receiver" else "sender"
         self.write(now, "step", decision=record)
+
+    def _sender(self, now: float) -> dict[str, SsSocket] | None:
+        """The sender's subflows from its sampler's newest complete sample; None (logged)
+        when there is none younger than `stale` seconds: acting on the receiver's own
+        estimates instead would be wrong (docs/rbpm.md)."""
+        if self.sender_ss is None:
+            return None
+        sample = last_sample(self.read(self.sender_ss))
+        if sample is None or now - sample[0] > self.stale:
+            age = None if sample is None else round(now - sample[0], 3)
+            self.write(now, "no_sender_sample", path=self.sender_ss, age_s=age)
+            return None
+        return sender_subflows(sample[1])
 
     def _may_enable(self, now: float, flows: Sequence[Subflow]) -> bool:
         """Hold every stop for `hold` seconds and two of the subflow's RTTs: its packets
@@ -408,7 +474,7 @@ def _decision_record(
 
 EPILOG = """\
 examples:
-  python -m mprig.rbpm --port 5201 --log /tmp/rbpm.jsonl
+  python -m mprig.rbpm --port 5201 --log /tmp/rbpm.jsonl --sender-ss /tmp/server-ss.txt
   python -m mprig.rbpm --port 5201 --role sender --interval 0.2 --log rbpm.jsonl
 
 Runs until SIGINT/SIGTERM, then clears every backup flag it set. The runner starts it on
@@ -430,6 +496,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--interval", type=float, default=0.1, help="seconds between steps")
     p.add_argument("--window", type=float, default=1.0, help="seconds behind a receive rate")
     p.add_argument("--hold", type=float, default=1.0, help="seconds a stop lasts at least")
+    p.add_argument(
+        "--sender-ss",
+        help="the sender's ss sampler output (`# <time>` then `ss -tinHM`): RTT and cwnd "
+        "come from the sender's subflows (receiver role)",
+    )
     return p.parse_args(argv)
 
 
@@ -466,7 +537,10 @@ def _restore_quietly(c: Controller) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with open(args.log, "a") as log:
-        c = Controller(args.role, args.port, log, window=args.window, hold=args.hold)
+        c = Controller(
+            args.role, args.port, log, window=args.window, hold=args.hold,
+            sender_ss=args.sender_ss,
+        )  # fmt: skip
         serve(c, args.interval)
     return 0
 

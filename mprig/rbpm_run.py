@@ -23,11 +23,16 @@ def source() -> str:
     return Path(__file__).with_name("rbpm.py").read_text()
 
 
-def controller_argv(run: Run, log: str) -> list[str]:
-    """The controller on the client: the receiver in a download, the sender in an upload."""
+def controller_argv(run: Run, log: str, sender_ss: str | None = None) -> list[str]:
+    """The controller on the client: the receiver in a download, the sender in an upload.
+    In a download it reads the server's ss sampler output `sender_ss` (the paper's inputs
+    are the sender's srtt and cwnd; docs/rbpm.md)."""
     port = traffic.IPERF3_PORT if run.traffic.tool == "iperf3" else traffic.BULK_PORT
-    role = "receiver" if run.traffic.direction == "download" else "sender"
+    down = run.traffic.direction == "download"
+    role = "receiver" if down else "sender"
     args = ["--port", str(port), "--role", role, "--interval", str(INTERVAL_S), "--log", log]
+    if down and sender_ss is not None:
+        args += ["--sender-ss", sender_ss]
     return ["python3", "-c", source(), *args]
 
 
