@@ -83,7 +83,8 @@ def far_future(n: int, rng: np.random.Generator, jumps: int = 1) -> Schedule:
     sf = np.arange(n, dtype=np.int64) % 2
     dsn = np.arange(n, dtype=np.uint64) * np.uint64(MSS)
     t = _times(n)
-    t[n // 2 : n // 2 + jumps] += FAR_FUTURE_S
+    first = n // 2 & ~1  # even: the packer's ACKs copy the time of odd segments only
+    t[first : first + jumps] += FAR_FUTURE_S
     return {"sf": sf, "dsn": dsn, "ssn": _per_subflow_ssn(sf, np.arange(n)), "t": t}
 
 
