@@ -67,7 +67,9 @@ class Results:
         """Rows of runs that failed or were interrupted, with their reason."""
         bad = self.runs[self.runs["status"] != "complete"].copy()
         bad["reason"] = [
-            self.corrupt.get(r) or str(self.bundles.get(r, {}).get("reason", "no reason recorded"))
+            self.corrupt.get(r)
+            or rig_limited_reason(self.bundles.get(r, {}))
+            or str(self.bundles.get(r, {}).get("reason", "no reason recorded"))
             for r in bad["run_id"]
         ]
         return bad
@@ -100,6 +102,11 @@ def load(root: str | Path) -> Results:
     records, corrupt = _read_bundles(root, runs)
     runs = _derive(runs)
     runs.loc[runs["run_id"].isin(list(corrupt)), "status"] = "corrupt"
+    # A run whose rig was saturated measured the rig: shown with its cause, never averaged in.
+    limited = [r for r, rec in records.items() if rig_limited_reason(rec)]
+    runs.loc[runs["run_id"].isin(limited) & (runs["status"] == "complete"), "status"] = (
+        "rig-limited"
+    )
     return Results(
         root=root,
         name=name,
@@ -150,6 +157,14 @@ def _check_columns(runs: pd.DataFrame, path: Path) -> None:
     absent = [c for c in needed if c not in runs.columns]
     if absent:
         raise UsageError(f"{path}: missing columns {', '.join(absent)}; run `mprig collect` again")
+
+
+def rig_limited_reason(record: dict[str, Any]) -> str | None:
+    """Why a run's rig limited it (run.json `rig_cpu`, flag `rig_limited`), or None."""
+    cpu = record.get("rig_cpu")
+    if "rig_limited" not in (record.get("flags") or []) or not isinstance(cpu, dict):
+        return None
+    return f"rig-limited: {cpu.get('cause') or 'CPU saturated during the traffic'}"
 
 
 def _planned_runs(campaign: dict[str, Any]) -> list[dict[str, Any]]:
