@@ -1,0 +1,152 @@
+"""Seed 002 case B on the running kernel (prefix h18): the RBPM controller, reading the
+server's ss sampler as the runner starts it (`--sender-ss`), acts where the receiver's own
+estimates never did (issue 15 part 5), and its decisions and goodput are recorded.
+
+Client and server namespaces joined by four veth pairs (10.118.{1..4}.0/24), the server's
+side shaped with tbf at 1, 8, 3 and 2 Mbit/s and 100-packet (150 000 B) queues; no netem
+here, so the paths differ by rate and queueing only. Receive buffer 200 KB, Reno, 20 s
+downloads over iperf3 from 10.118.1.1, so the initial subflow is the 1 Mbit/s one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nslink import ns, sh, veth_pair
+
+from mprig import capture, rbpm, rbpm_run
+
+TAG = f"h18{os.getpid() % 10000}"
+CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
+RATES = ("1mbit", "8mbit", "3mbit", "2mbit")
+SERVER_ADDR = "10.118.1.2"
+SLOW = "10.118.1.1"
+SECONDS = 20
+PORTS = iter(range(5601, 5700))
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)"),
+    pytest.mark.slow,
+]
+
+
+def _path_up(i: int, rate: str) -> None:
+    cif, sif = f"{TAG}c{i}", f"{TAG}s{i}"
+    caddr, saddr = f"10.118.{i}.1", f"10.118.{i}.2"
+    veth_pair((CLIENT, cif, caddr), (SERVER, sif, saddr))
+    for host, dev in ((SERVER, sif), (CLIENT, cif)):
+        ns(host, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "10kb",
+           "limit", "150000")  # fmt: skip
+    sh("ip", "-n", CLIENT, "rule", "add", "from", caddr, "table", str(100 + i))
+    sh("ip", "-n", CLIENT, "route", "add", "10.118.0.0/16", "dev", cif, "table", str(100 + i))
+    if i > 1:
+        ns(CLIENT, "ip", "mptcp", "endpoint", "add", caddr, "dev", cif, "id", str(i), "subflow")
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[None]:
+    try:
+        for host in (CLIENT, SERVER):
+            sh("ip", "netns", "add", host)
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+            ns(host, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")
+            ns(host, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 204800 204800",
+               "net.ipv4.tcp_congestion_control=reno")  # fmt: skip
+        for i, rate in enumerate(RATES, start=1):
+            _path_up(i, rate)
+        ns(CLIENT, "ip", "mptcp", "endpoint", "add", SLOW, "dev", f"{TAG}c1", "id", "1")
+        yield
+    finally:
+        for host in (CLIENT, SERVER):
+            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
+
+
+def download(tmp: Path, controlled: bool) -> tuple[float, list[dict[str, Any]]]:
+    """One iperf3 -R download beside the runner's ss sampler on the server; with the
+    controller when `controlled`. Goodput (bit/s, the receiver's) and the controller's log."""
+    port = next(PORTS)
+    script = capture.SS_SCRIPT.replace("5201", str(port))
+    ss_txt, log = tmp / f"ss-{port}.txt", tmp / f"rbpm-{port}.jsonl"
+    ex = ["ip", "netns", "exec"]
+    with open(ss_txt, "w") as out:
+        sampler = subprocess.Popen([*ex, SERVER, "bash", "-c", script, "s", "100000"], stdout=out)
+    srv = subprocess.Popen([*ex, SERVER, "mptcpize", "run", "iperf3", "-s", "-1", "-p", str(port)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    ctl = None
+    if controlled:
+        args = ["--port", str(port), "--log", str(log), "--sender-ss", str(ss_txt)]
+        ctl = subprocess.Popen([*ex, CLIENT, sys.executable, "-I", "-c", rbpm_run.source(), *args])
+    time.sleep(0.5)
+    try:
+        cli = [*ex, CLIENT, "mptcpize", "run", "iperf3", "-c", SERVER_ADDR, "-B", SLOW]
+        cli += ["-p", str(port), "-J", "-t", str(SECONDS), "-R"]
+        out_json = subprocess.run(cli, capture_output=True, text=True, timeout=90).stdout
+        srv.wait(timeout=10)
+    finally:
+        if ctl is not None:
+            ctl.terminate()
+            assert ctl.wait(timeout=10) == 0
+        sampler.terminate()
+        sampler.wait(timeout=10)
+    bps = json.loads(out_json)["end"]["sum_received"]["bits_per_second"]
+    lines = log.read_text().splitlines() if controlled else []
+    return bps, [json.loads(line) for line in lines]
+
+
+def summary(log: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the controller did: its actions with their times (s after start), and the share
+    of steps in which the 1 Mbit/s subflow was stopped."""
+    t0 = log[0]["t"]
+    steps = [r for r in log if r["event"] == "step"]
+    acts = [(round(r["t"] - t0, 1), r["decision"]["action"], len(r["decision"]["targets"]))
+            for r in steps if r["decision"]["action"] != "none"]  # fmt: skip
+    slow_off = [any(f["addr"] == SLOW and not f["active"] for f in r["decision"]["subflows"])
+                for r in steps]  # fmt: skip
+    other = sorted({r["event"] for r in log} - {"start", "step", "stop"})
+    return {"actions": acts[:12], "n_actions": len(acts), "other_events": other,
+            "slow_stopped": round(sum(slow_off) / max(1, len(steps)), 2)}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(rig: None) -> list[tuple[float, float, list[dict[str, Any]]]]:
+    """Two pairs: (without RBPM, with RBPM, the controller's log)."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="h18rbpm-") as tmp:
+        for _ in range(int(os.environ.get("MPRIG_RBPM_PAIRS", "2"))):
+            plain, _ = download(Path(tmp), False)
+            controlled, log = download(Path(tmp), True)
+            out.append((plain, controlled, log))
+    print("case B goodput Mbit/s (without, with):",
+          [(round(p / 1e6, 2), round(c / 1e6, 2)) for p, c, _ in out])  # fmt: skip
+    for _, _, log in out:
+        print("  controller:", summary(log))
+    return out
+
+
+def test_controller_acts_on_the_senders_inputs_and_stops_the_1_mbit_path(
+    runs: list[tuple[float, float, list[dict[str, Any]]]],
+) -> None:
+    for _, _, log in runs:
+        steps = [r["decision"] for r in log if r["event"] == "step"]
+        stops = [s for s in steps if s["action"] == "backup"]
+        assert (log[0]["event"], log[-1]["event"], len(stops) >= 1) == ("start", "stop", True)
+        first = stops[0]
+        slow = [f["key"] for f in first["subflows"] if f["addr"] == SLOW]
+        assert (first["inputs"], first["targets"][:1], first["endpoints"][slow[0]]) == (
+            "sender", slow, 1
+        )  # fmt: skip
+        assert first["required"] > first["free"]
+        flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+                 for f in first["subflows"]]  # fmt: skip
+        assert abs(rbpm.required_bytes(flows) - first["required"]) < 1000
+    flags = rbpm.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
+    assert {a: b for a, (_, b) in flags.items()} == {f"10.118.{i}.1": False for i in range(1, 5)}
