@@ -34,6 +34,8 @@ PROGRAMS: Mapping[str, str] = MappingProxyType(
         "subflow's cwnd divided by the delay ratio",
         "olia": "OLIA (Khalili et al.): coupled increase that moves window from the largest "
         "subflows to those with the best loss interval per RTT",
+        "fccc": "fully coupled (the papers' FC-CC): each packet acked adds 1/cwnd_total, a "
+        "loss takes half of cwnd_total from the subflow",
         "prr_lia": "PR-R's recovery (prr) over LIA's coupled increase, as seed 000 ran it",
         "door_lia": "TCP-DOOR's responses (door) over LIA's coupled increase",
     }

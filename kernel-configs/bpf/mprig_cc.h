@@ -87,16 +87,29 @@ static __always_inline void reno_halve_on_timeout_in_recovery(struct sock *sk, _
  * exceeds TCP_INFINITE_SSTHRESH and no real cwnd reaches 2^31: on the next ACK
  * (.in_ack_event, .pkts_acked) put back what the skipped .ssthresh would have given,
  * computed from the window before the reduction (halved when `halve`). */
+static __always_inline bool ssthresh_skipped(const struct tcp_sock *tp)
+{
+	return tp->snd_ssthresh > TCP_INFINITE_SSTHRESH || tp->snd_cwnd > TCP_INFINITE_SSTHRESH;
+}
+
+/* The repair with the ssthresh the program's .ssthresh would have returned for a window of
+ * tp->prior_cwnd (call only when ssthresh_skipped()). */
+static __always_inline void repair_skipped_ssthresh_to(struct sock *sk, __u32 ssthresh)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (tp->snd_ssthresh > TCP_INFINITE_SSTHRESH)
+		tp->snd_ssthresh = ssthresh;
+	tp->snd_cwnd = min(tp->snd_cwnd, max(tp->prior_cwnd, 2U));
+}
+
 static __always_inline void repair_skipped_ssthresh(struct sock *sk, bool halve)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 prior = max(tp->prior_cwnd, 2U);
 
-	if (tp->snd_ssthresh <= TCP_INFINITE_SSTHRESH && tp->snd_cwnd <= TCP_INFINITE_SSTHRESH)
-		return;
-	if (tp->snd_ssthresh > TCP_INFINITE_SSTHRESH)
-		tp->snd_ssthresh = halve ? max(prior >> 1, 2U) : prior;
-	tp->snd_cwnd = min(tp->snd_cwnd, prior);
+	if (ssthresh_skipped(tp))
+		repair_skipped_ssthresh_to(sk, halve ? max(prior >> 1, 2U) : prior);
 }
 
 /* The kernel's own Reno, exported to struct_ops programs as kfuncs. */

@@ -12,7 +12,7 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia", "prr_lia", "door_lia")
+    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia", "fccc", "prr_lia", "door_lia")
     sources = sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c"))
     assert sources == [
         "cwa.c",

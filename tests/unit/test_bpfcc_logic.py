@@ -28,6 +28,7 @@ RENO = [
     "rto-in-recovery+8rtt reno: cwnd=52 ssthresh=50",
     "rto-in-recovery-reordered reno: cwnd=1 ssthresh=50",
     "rto-in-recovery-reordered+8rtt reno: cwnd=52 ssthresh=50",
+    "coupled-decrease reno: cwnd=30+20",
     "coupled-avoidance reno: cwnd=60+60",
 ]
 
@@ -63,6 +64,7 @@ def test_prr_keeps_the_window_on_fast_recovery_and_halves_on_every_timeout(
         "rto-in-recovery+8rtt prr: cwnd=52 ssthresh=50",
         "rto-in-recovery-reordered prr: cwnd=1 ssthresh=50",
         "rto-in-recovery-reordered+8rtt prr: cwnd=52 ssthresh=50",
+        "coupled-decrease prr: cwnd=60+40",
         "coupled-avoidance prr: cwnd=60+60",
     ]
 
@@ -77,6 +79,7 @@ def test_door_halves_on_a_timeout_inside_a_recovery_it_kept(tmp_path: Path) -> N
         "rto-in-recovery+8rtt door: cwnd=52 ssthresh=50",
         "rto-in-recovery-reordered door: cwnd=1 ssthresh=50",
         "rto-in-recovery-reordered+8rtt door: cwnd=52 ssthresh=50",
+        "coupled-decrease door: cwnd=30+20",
         "coupled-avoidance door: cwnd=60+60",
     ]
 
@@ -104,4 +107,21 @@ def test_prr_and_door_compose_with_lias_increase(
     assert simulate(program, tmp_path) == [
         *(line.replace(f" {recovery}:", f" {program}:") for line in alone),
         f"coupled-avoidance {program}: {COUPLED}",
+    ]
+
+
+def test_fccc_decreases_by_half_the_total_and_increases_by_one_over_the_total(
+    tmp_path: Path,
+) -> None:
+    # Seed 003's FC-CC (the NS-3 model's Fully_Coupled): a loss on subflow i leaves
+    # max(cwnd_i - cwnd_total / 2, 2), where Reno and LIA leave cwnd_i / 2: from 60 + 40,
+    # 60 - 100/2 = 10, then 40 - (10 + 40)/2 = 15 (Reno 30 + 20). Each packet acked adds
+    # 1 / cwnd_total: the pair grows by one packet per round trip, 20 + 20 -> 40 + 39 in
+    # 40 round trips, where LIA's pair grows by half that (31 + 30) and Reno's by two (60 +
+    # 60). Plain TCP (the single-flow scenarios) is Reno.
+    expected = [line.replace("reno", "fccc") for line in RENO[:-2]]
+    assert simulate("fccc", tmp_path) == [
+        *expected,
+        "coupled-decrease fccc: cwnd=10+15",
+        "coupled-avoidance fccc: cwnd=40+39",
     ]

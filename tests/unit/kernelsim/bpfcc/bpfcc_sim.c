@@ -307,6 +307,32 @@ static void rto_in_recovery(struct tcp_congestion_ops *ops, bool reordered)
 	       f.sk.snd_ssthresh);
 }
 
+/* Two subflows of one MPTCP connection in congestion avoidance at cwnd 60 and 40 (one ACK
+ * each, so both hold their slots): a fast recovery on the first, then one on the second.
+ * Reno (and LIA) halve each subflow's own window: 30 and 20. Fully coupled (FC-CC) takes
+ * half the connection's total from the subflow: 60 - 100/2 = 10, then 40 - (10 + 40)/2 = 15. */
+static void coupled_decrease(struct tcp_congestion_ops *ops)
+{
+	static struct sock conn;
+	struct flow f[2];
+	__u64 now = 1000000;
+
+	for (int i = 0; i < 2; i++) {
+		k_init(&f[i], ops, &conn);
+		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? 40 : 60;
+		k_ack(&f[i], 1, now += 20000);
+	}
+	for (int i = 0; i < 2; i++) {
+		k_enter_recovery(&f[i]);
+		k_exit_recovery(&f[i]);
+	}
+	printf("coupled-decrease %s: cwnd=%u+%u\n", ops->name, f[0].sk.snd_cwnd,
+	       f[1].sk.snd_cwnd);
+	for (int i = 0; i < 2; i++)
+		if (ops->release)
+			ops->release(&f[i].sk);
+}
+
 /* Two subflows of one MPTCP connection, same RTT, both at cwnd 20 in congestion
  * avoidance, 40 round trips of full windows acked: Reno grows each by one packet per round
  * trip (to 60); LIA's coupled increase grows the pair as one Reno flow, a quarter packet
@@ -343,6 +369,7 @@ int main(void)
 		rto_from_open(all[i]);
 		rto_in_recovery(all[i], false);
 		rto_in_recovery(all[i], true);
+		coupled_decrease(all[i]);
 		coupled_avoidance(all[i]);
 	}
 	return 0;
