@@ -18,6 +18,7 @@ def test_shipped_programs_have_sources() -> None:
         "cwa.c",
         "door.c",
         "door_lia.c",
+        "fccc.c",
         "lia.c",
         "olia.c",
         "prr.c",
@@ -84,6 +85,6 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    known = r"\(known: prr, door, lia, cwa, olia, prr_lia, door_lia\)"
+    known = r"\(known: prr, door, lia, cwa, olia, fccc, prr_lia, door_lia\)"
     with pytest.raises(bpfcc.MprigError, match=rf"no BPF program balia {known}"):
         bpfcc.build(["prr", "balia"])
