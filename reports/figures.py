@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mprig import fsio
 from reports.results import Results, fmt_value, point_label, short_axis
-from reports.stats import mean_ci
+from reports.stats import summary_ci
 from reports.tables import RATE_METRICS, Display
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def _rate_vs_axis(ax: Axes, results: Results, axis: str, d: Display) -> None:
         values = sorted(values)
     xs = values if numeric else list(range(len(values)))
     for variant, group in frame.groupby("variant", sort=True):
-        cis = [mean_ci(group.loc[group[axis] == v, d.column]) for v in values]
+        cis = [summary_ci(group.loc[group[axis] == v, d.column]) for v in values]
         mean = [c.mean * d.scale for c in cis]
         ax.plot(xs, mean, marker="o", label=str(variant))
         low = [(c.low if not math.isnan(c.low) else c.mean) * d.scale for c in cis]
@@ -93,20 +93,37 @@ def axis_figures(results: Results, out: Path) -> list[Plot]:
     return plots
 
 
-def box_figure(results: Results, out: Path) -> Plot | None:
-    """Box plots per variant over all sweep points (seed 003 Figs. 3-6)."""
-    shown = [d for d in RATE_METRICS if d.column in results.runs.columns]
+def box_groups(results: Results, column: str) -> list[tuple[str, list[float]]]:
+    """(label "variant\\npoint", values) per (variant, sweep point) with data, in table order."""
     frame = results.complete
-    if not shown or frame.empty:
+    out = []
+    for key, group in frame.groupby(["variant", *results.axes], dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        values = group[column].dropna().astype(float).tolist()
+        point = ", ".join(fmt_value(v) for v in key[1:])
+        if values:
+            out.append((f"{key[0]}\n{point}" if point else str(key[0]), values))
+    return out
+
+
+def box_figure(results: Results, out: Path) -> Plot | None:
+    """Box plots per (variant, sweep point) (seed 003 Figs. 3-6): never pooled over points."""
+    shown = [d for d in RATE_METRICS if d.column in results.runs.columns]
+    if not shown or results.complete.empty:
         return None
-    fig = _new(ncols=len(shown))
-    variants = sorted(frame["variant"].unique())
+    groups = {d.column: box_groups(results, d.column) for d in shown}
+    width = max(6.4, 0.55 * max(len(g) for g in groups.values()))
+    fig = _new(ncols=len(shown), size=(width, 3.8))
     for ax, d in zip(fig.axes, shown, strict=True):
-        data = [frame.loc[frame["variant"] == v, d.column].dropna() * d.scale for v in variants]
-        ax.boxplot(data, tick_labels=variants)
+        labels = [label for label, _ in groups[d.column]]
+        data = [[v * d.scale for v in values] for _, values in groups[d.column]]
+        if data:
+            ax.boxplot(data, tick_labels=labels)
         ax.set_ylabel(d.label)
+        ax.tick_params(axis="x", labelsize="x-small")
         ax.grid(alpha=0.3, axis="y")
-    return _save(fig, out, "box_per_variant", "Rates per variant over all sweep points")
+    title = "Rates per variant and sweep point (box: quartiles, whiskers 1.5 IQR)"
+    return _save(fig, out, "box_per_variant_point", title)
 
 
 def scatter_figure(results: Results, out: Path) -> Plot | None:

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 LEVEL = 0.95  # confidence level of every interval mprig prints
+MIN_N = 3  # fewest values a report gives an interval for: at n = 2, t(0.975, 1) = 12.7
 RESAMPLES = 2000  # bootstrap resamples: the 2.5/97.5 % quantiles are stable to ~0.5 % here
 
 
@@ -57,6 +58,34 @@ def mean_ci(values: ArrayLike, level: float = LEVEL) -> MeanCI:
     sem = float(arr.std(ddof=1)) / math.sqrt(n)
     half = float(stats.t.ppf((1 + level) / 2, n - 1)) * sem
     return MeanCI(mean, mean - half, mean + half, n)
+
+
+@dataclass(frozen=True)
+class SummaryCI:
+    """Mean of repetitions with the interval a report prints, and how it was made."""
+
+    mean: float
+    low: float  # NaN when n < MIN_N
+    high: float  # NaN when n < MIN_N
+    n: int  # non-null values used
+    method: str  # "t", "t, clipped at 0", "n too small" or "no data"
+
+    @property
+    def clipped(self) -> bool:
+        return self.method.endswith("clipped at 0")
+
+
+def summary_ci(values: ArrayLike, *, nonnegative: bool = True, level: float = LEVEL) -> SummaryCI:
+    """Mean and Student-t interval for a report: none below MIN_N values ("n too small"),
+    and for a NONNEGATIVE quantity a lower bound below 0 is clipped to 0 (and says so)."""
+    ci = mean_ci(values, level)
+    if ci.n == 0:
+        return SummaryCI(math.nan, math.nan, math.nan, 0, "no data")
+    if ci.n < MIN_N:
+        return SummaryCI(ci.mean, math.nan, math.nan, ci.n, "n too small")
+    if nonnegative and ci.low < 0:
+        return SummaryCI(ci.mean, 0.0, ci.high, ci.n, "t, clipped at 0")
+    return SummaryCI(ci.mean, ci.low, ci.high, ci.n, "t")
 
 
 def bootstrap_ratio(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reports.results import Results, fmt_value, point_label, short_axis
-from reports.stats import mean_ci
+from reports.stats import summary_ci
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,12 +68,16 @@ class Table:
     note: str = ""
 
 
+NBSP = "\u00a0"  # joins the parts of one value: a table never wraps inside it
+THIN = "\u202f"  # narrow no-break space: the thousands separator
+
+
 def fmt(value: Any, digits: int = 2) -> str:
     """A number for a table cell; NaN and None become an en dash."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float | int):
-        return f"{value:,.{digits}f}".replace(",", " ")
+        return f"{value:,.{digits}f}".replace(",", THIN)
     return str(value)
 
 
@@ -81,31 +85,46 @@ def _group_keys(results: Results) -> list[str]:
     return ["variant", *results.axes]
 
 
+SUMMARY_COLUMNS = ("metric", "mean", "ci_low", "ci_high", "n", "ci_method")
+# Every metric mprig collects is a rate, a count, a size or a fraction: none is negative.
+SUMMARY_NOTE = (
+    "mean ± half-width of the 95 % Student-t interval over repetitions; [low, high] where "
+    "the interval was clipped at 0 (the quantity cannot be negative); no interval below "
+    "n = 3 (n too small)"
+)
+
+
 def summary_long(results: Results) -> pd.DataFrame:
-    """One row per (variant, sweep point, metric): mean, 95 % t interval, n."""
+    """One row per (variant, sweep point, metric): mean, 95 % interval, n, how made."""
     import pandas as pd
 
     rows = []
+    columns = [*_group_keys(results), *SUMMARY_COLUMNS]
     frame = results.complete
     if frame.empty:
-        return pd.DataFrame(
-            columns=[*_group_keys(results), "metric", "mean", "ci_low", "ci_high", "n"]
-        )
+        return pd.DataFrame(columns=columns)
     for key, group in frame.groupby(_group_keys(results), dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         for metric in results.metrics:
-            ci = mean_ci(group[metric])
+            ci = summary_ci(group[metric])
             if ci.n:
-                rows.append((*key, metric, ci.mean, ci.low, ci.high, ci.n))
-    return pd.DataFrame(
-        rows, columns=[*_group_keys(results), "metric", "mean", "ci_low", "ci_high", "n"]
-    )
+                rows.append((*key, metric, ci.mean, ci.low, ci.high, ci.n, ci.method))
+    return pd.DataFrame(rows, columns=columns)
 
 
-def _cell(mean: float, low: float, high: float, d: Display) -> str:
+def _cell(mean: float, low: float, high: float, d: Display, method: str = "t") -> str:
+    """`11.00 ± 2.48`, `100 [0, 530]` (clipped) or `11.00, n too small`, parts joined by
+    no-break spaces."""
+    shown = fmt(mean * d.scale, d.digits)
+    if method == "n too small":
+        return f"{shown},{NBSP}n{NBSP}too{NBSP}small"
     if math.isnan(low):
-        return fmt(mean * d.scale, d.digits)
-    return f"{fmt(mean * d.scale, d.digits)} ± {fmt((high - low) / 2 * d.scale, d.digits)}"
+        return shown
+    if method.endswith("clipped at 0"):
+        return (
+            f"{shown}{NBSP}[{fmt(low * d.scale, d.digits)},{NBSP}{fmt(high * d.scale, d.digits)}]"
+        )
+    return f"{shown}{NBSP}±{NBSP}{fmt((high - low) / 2 * d.scale, d.digits)}"
 
 
 def summary_table(results: Results) -> Table:
@@ -119,14 +138,7 @@ def summary_table(results: Results) -> Table:
     for key, group in long.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         by_metric: dict[str, Any] = {r["metric"]: r for r in group.to_dict("records")}
-        cells = [
-            _cell(
-                by_metric[m]["mean"], by_metric[m]["ci_low"], by_metric[m]["ci_high"], DISPLAYS[m]
-            )
-            if m in by_metric
-            else "–"
-            for m in shown
-        ]
+        cells = [_summary_cell(by_metric[m], DISPLAYS[m]) if m in by_metric else "–" for m in shown]
         n = max(int(r["n"]) for r in by_metric.values())
         rows.append([key[0], *(fmt_value(v) for v in key[1:]), *cells, str(n)])
     columns = [
@@ -136,8 +148,16 @@ def summary_table(results: Results) -> Table:
         "n",
     ]
     return Table(
-        "summary", "Mean ± 95 % CI (t) over repetitions", long, pd.DataFrame(rows, columns=columns)
+        "summary",
+        "Mean ± 95 % CI (t) over repetitions",
+        long,
+        pd.DataFrame(rows, columns=columns),
+        SUMMARY_NOTE,
     )
+
+
+def _summary_cell(row: dict[str, Any], d: Display) -> str:
+    return _cell(row["mean"], row["ci_low"], row["ci_high"], d, str(row["ci_method"]))
 
 
 def run_table(results: Results) -> Table:
@@ -281,6 +301,8 @@ _TEX = {
     "^": r"\^{}",
     "±": r"$\pm$",
     "–": "--",
+    NBSP: "~",
+    THIN: r"\,",
 }
 
 
@@ -320,6 +342,7 @@ def to_html(table: Table, css_class: str = "data") -> str:
         for row in table.display.itertuples(index=False)
     )
     return (
-        f'<table id="table-{html.escape(table.key)}" class="{css_class}">'
+        f'<table id="table-{html.escape(table.key)}" class="{css_class}" '
+        'style="white-space:nowrap">'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )

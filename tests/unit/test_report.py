@@ -61,21 +61,21 @@ def test_summary_table_mean_and_t_interval() -> None:
         [
             "dsack",
             "50",
-            "2.0 ± 0.0",
-            "10.0 ± 0.0",
-            "37.50 ± 0.00",
-            "20.00 ± 0.00",
-            "10.00 ± 0.00",
+            "2.0\u00a0±\u00a00.0",
+            "10.0\u00a0±\u00a00.0",
+            "37.50\u00a0±\u00a00.00",
+            "20.00\u00a0±\u00a00.00",
+            "10.00\u00a0±\u00a00.00",
             "3",
         ],
         [
             "nopr",
             "50",
-            "2.0 ± 0.0",
-            "5.0 ± 0.0",
-            "37.50 ± 0.00",
-            "11.00 ± 2.48",
-            "5.50 ± 1.24",
+            "2.0\u00a0±\u00a00.0",
+            "5.0\u00a0±\u00a00.0",
+            "37.50\u00a0±\u00a00.00",
+            "11.00\u00a0±\u00a02.48",
+            "5.50\u00a0±\u00a01.24",
             "3",
         ],
     ]
@@ -179,7 +179,7 @@ def test_cli_writes_every_format_and_prints_the_html_path_last(
     ]
     figures = sorted(p.name for p in (partial / "report" / "figures").glob("*.png"))
     assert figures == [
-        "box_per_variant.png",
+        "box_per_variant_point.png",
         "goodput_vs_throughput.png",
         "rates_vs_axis0.png",
         "timeseries_dsack-d10-r1.png",
