@@ -31,13 +31,15 @@ PRELUDE = 'export LC_ALL=C\nE="${TMPDIR:-/tmp}/mprig-batch.$$.err"\ntrap \'rm -f
 
 
 # Background commands lead their own session (pgid == pid): `stop` signals the group, waits
-# until its leader is gone (or a zombie), then KILLs whatever is left.
+# until its leader is gone (or a zombie), then KILLs whatever is left. Bash builtins only
+# while waiting (`read -t` on a pipe nobody writes to is the sleep): under VM emulation a
+# `sleep` per poll costs 0.1-0.3 s.
 STOP_SCRIPT = (
     'alive() { for p in "$@"; do s=; read -r s < "/proc/$p/stat" 2>/dev/null; s=${s##*) }; '
     '[ -n "$s" ] && [ "${s%% *}" != Z ] && return 0; done; return 1; }; '
     'sig=$1; shift; for p in "$@"; do kill -s "$sig" -- "-$p" 2>/dev/null; done; '
-    'i=0; while alive "$@" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; '
-    'for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; exit 0'
+    "exec 3<> <(:); i=0; while alive \"$@\" && [ $i -lt 250 ]; do read -t 0.02 -u 3; "
+    'i=$((i+1)); done; for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; exit 0'
 )
 
 
@@ -162,4 +164,4 @@ def run_batch(hosts: dict[str, Host], batch: Batch) -> dict[str, list[Done]]:
 
 def stop_argv(pids: Sequence[int], sig: str = "TERM") -> list[str]:
     """Signal process groups, wait up to 5 s for them to exit, then KILL what is left."""
-    return ["sh", "-c", STOP_SCRIPT, "mprig-stop", sig, *map(str, pids)]
+    return ["bash", "-c", STOP_SCRIPT, "mprig-stop", sig, *map(str, pids)]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,15 @@ def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[
         ("missing", "missing", None),
     ]
     assert cmd_run.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0), ("tcp", None, 0, 2)]
+
+
+def test_stop_kills_a_group_that_ignores_term_and_returns_0() -> None:
+    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30 & wait"], start_new_session=True)
+    try:
+        time.sleep(0.2)
+        stop = subprocess.run(batch.stop_argv([proc.pid]), check=False, timeout=30)
+        assert stop.returncode == 0  # not read -t's 142 from the last poll
+        assert proc.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
