@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mprig import fsio
+from mprig.safeio import NotRegularFile, open_regular
 
 FORMAT = 1  # run.json format this mprig writes and reads
 RUN_JSON = "run.json"
@@ -32,7 +33,7 @@ def partial_dir(results: Path, run_id: str) -> Path:
 def sha256_file(path: Path) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_regular(path, "artifact") as f:  # a FIFO would block: refused unopened
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -92,7 +93,10 @@ class Verdict:
 def read_record(bundle: Path) -> dict[str, Any]:
     """A bundle's run.json; ValueError when unreadable or of a newer format."""
     try:
-        doc = json.loads((bundle / RUN_JSON).read_bytes().decode())
+        with open_regular(bundle / RUN_JSON, "run.json") as f:  # never blocks on a FIFO
+            doc = json.loads(f.read().decode())
+    except NotRegularFile as e:
+        raise ValueError(str(e)) from None
     except OSError as e:
         raise ValueError(f"{bundle / RUN_JSON}: unreadable ({e.strerror or e})") from None
     except UnicodeDecodeError as e:

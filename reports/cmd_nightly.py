@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mprig.errors import MprigError, UsageError
+    from mprig.errors import MprigError, UsageError, error_lines
     from reports import nightly
 
     date = args.date or time.strftime("%Y-%m-%d", time.gmtime())
@@ -71,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
         results = args.from_results or nightly.run_and_collect(
             args.campaign, night_root, night_root / "nightly.log", args.rig
         )
-    except MprigError as e:
-        print(f"nightly {date}: ERROR {e}")
+    except MprigError as e:  # one verdict line: the first error, and how to see them all
+        lines = error_lines(e)
+        more = f" (and {len(lines) - 1} more: mprig validate)" if len(lines) > 1 else ""
+        print(f"nightly {date}: ERROR {lines[0]}{more}")
         return 2
     night = nightly.nightly(date, Path(results), args.baseline, args.history, args.tolerance)
     if args.from_results is None and args.results.is_dir():

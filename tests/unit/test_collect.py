@@ -246,11 +246,16 @@ def test_cli_collect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["collect", str(tmp_path), "--k", "0"]) == 2
+    with pytest.raises(SystemExit) as exc:  # an option error, from the bounded type
+        main(["collect", str(tmp_path), "--k", "0"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "mprig collect: error: argument --k: 0 is out of range; allowed: 1 to 1e+06"
+        " (packets per block; no capture mprig records holds more)"
+    )
     assert main(["collect", str(tmp_path)]) == 2
     assert main(["collect", str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "mprig: error: --k must be >= 1 and --bin > 0, got 0 and 0.1",
         f"mprig: error: {tmp_path}: no run bundles (no */run.json); run `mprig run` first",
         f"mprig: error: {tmp_path / 'nope'}: not a directory; give results/<campaign> or results/",
     ]

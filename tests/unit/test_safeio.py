@@ -46,3 +46,17 @@ def test_escape_control_characters() -> None:
     assert escape("a\nmprig: error: forged\x1b[31m\x07\u2028\x85") == (
         "a\\nmprig: error: forged\\e[31m\\x07\\u2028\\x85"
     )
+
+
+def test_fifo_run_json_is_unreadable_not_a_hang(tmp_path: Path) -> None:
+    from mprig import bundle
+
+    os.mkfifo(tmp_path / "run.json")
+    with pytest.raises(ValueError) as e:
+        bundle.read_record(tmp_path)
+    assert str(e.value) == (
+        f"{tmp_path}/run.json: run.json is a FIFO (named pipe), not a regular file"
+    )
+    os.mkfifo(tmp_path / "client.pcap")
+    with pytest.raises(NotRegularFile):
+        bundle.sha256_file(tmp_path / "client.pcap")
