@@ -183,12 +183,8 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
         "olia": CCPreset("olia", "OLIA", "olia", _BPF),
         "balia": CCPreset("balia", "BALIA", "balia", _OUT_OF_TREE),
         "wvegas": CCPreset("wvegas", "wVegas", "wvegas", _OUT_OF_TREE),
-        "fully_coupled": CCPreset(
-            "fully_coupled",
-            "FC-CC",
-            None,
-            "the papers' fully coupled controller exists in NS-3 only; no Linux kernel has it",
-        ),
+        "fccc": CCPreset("fccc", "FC-CC", "fccc", _BPF),
+        "fully_coupled": CCPreset("fully_coupled", "FC-CC", "fccc", _BPF),
         "prr": CCPreset("prr", "PR-R", "prr", _BPF),
         "tcpdoor": CCPreset("tcpdoor", "TCP-DOOR", "door", _BPF),
         "prr_lia": CCPreset("prr_lia", "PR-R over Co-CC (LIA)", "prr_lia", _BPF),
@@ -212,14 +208,18 @@ class CCCheck:
 COUPLED_ALGORITHMS = frozenset({"lia", "olia", "balia", "wvegas", "cwa", "prr_lia", "door_lia"})
 
 
+# Kernel algorithms that couple both the increase and the decrease over the total window.
+FULLY_COUPLED_ALGORITHMS = frozenset({"fccc"})
+
+
 def coupling(cc: str) -> str:
     """How a cc couples subflows: "coupled" (RFC 6356 LIA and kin, CWA's LIA increase),
-    "fully_coupled" (the papers' FC-CC), or "uncoupled" (every subflow on its own: Reno,
-    CUBIC, and the BPF prr and door, which are Reno per subflow)."""
-    if cc == "fully_coupled":
-        return "fully_coupled"
+    "fully_coupled" (the papers' FC-CC, BPF fccc), or "uncoupled" (every subflow on its own:
+    Reno, CUBIC, and the BPF prr and door, which are Reno per subflow)."""
     preset = CC_PRESETS.get(cc)
     algorithm = preset.algorithm if preset is not None and preset.algorithm else cc
+    if algorithm in FULLY_COUPLED_ALGORITHMS:
+        return "fully_coupled"
     return "coupled" if algorithm in COUPLED_ALGORITHMS else "uncoupled"
 
 

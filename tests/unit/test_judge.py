@@ -81,11 +81,6 @@ CASES = {
         "c.yaml:16: variants.tcp_wifi.recovery: recovery 'prr' (PR-R) is the congestion"
         " control 'prr': set `cc: prr` in the variant (it has cc: cubic)",
     ),
-    "cc_without_linux_algorithm": (
-        BASE + "    cc: fully_coupled\n",
-        "c.yaml:16: variants.tcp_wifi.cc: cc 'fully_coupled' (FC-CC): the papers' fully"
-        " coupled controller exists in NS-3 only; no Linux kernel has it",
-    ),
     "unknown_sysctl": (
         BASE + "    sysctls: {net.ipv4.tcp_no_such_knob: 1}\n",
         "c.yaml:16: variants.tcp_wifi.sysctls.net.ipv4.tcp_no_such_knob: not a sysctl mprig"

@@ -223,7 +223,7 @@ def test_render_without_results_says_how_to_run_and_lists_differences() -> None:
     text = reproduce.render(plan, outcomes, ("reno", "bbr", "cubic"))
     assert "No results: not run. Run `mprig reproduce 003 --profile quick --run`." in text
     assert "- Co-CC (RFC 6356 LIA) (`lia`): unavailable: 'lia' is not in" in text
-    assert "- FC-CC (`fully_coupled`): unavailable: FC-CC: the papers' fully coupled" in text
+    assert "- FC-CC (`fully_coupled`): unavailable: 'fccc' is not in" in text
     assert "- **NoPR** (`nopr`): tcp_sack=1, tcp_dsack=0, tcp_frto=0, tcp_timestamps=0" in text
     assert "| 11g 54 | 90 |" in text and "## Setup differences" in text
 

@@ -57,6 +57,7 @@ def test_one_sack_setting_for_every_reordering_preset() -> None:
         ("olia", "coupled"),
         ("cwa", "coupled"),
         ("fully_coupled", "fully_coupled"),
+        ("fccc", "fully_coupled"),
     ],
 )
 def test_coupling_of_each_cc(cc: str, coupling: str) -> None:
@@ -147,11 +148,11 @@ def test_coupled_cc_is_available_on_an_out_of_tree_kernel() -> None:
     assert presets.check_cc("olia", tree) == presets.CCCheck("olia", "olia", True, "")
 
 
-def test_fully_coupled_exists_nowhere() -> None:
+def test_fully_coupled_is_the_bpf_program_fccc() -> None:
+    assert [presets.cc_algorithm(n) for n in ("fccc", "fully_coupled")] == ["fccc", "fccc"]
     check = presets.check_cc("fully_coupled", ("lia", "olia"))
-    assert (check.algorithm, check.available) == (None, False)
-    with pytest.raises(UsageError, match="FC-CC"):
-        presets.cc_algorithm("fully_coupled")
+    assert (check.algorithm, check.available) == ("fccc", False)
+    assert presets.check_cc("fccc", ("reno", "fccc")) == presets.CCCheck("fccc", "fccc", True, "")
 
 
 def test_cc_algorithm_maps_presets_and_passes_names_through() -> None:
