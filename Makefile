@@ -14,13 +14,15 @@ APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-s
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
-.PHONY: all setup system venv run test unit integration lint bench clean help reproduce papers-docs
+.PHONY: all setup system venv run test unit integration lint bench clean help reproduce papers-docs \
+	ns3-oracle
 all: help
 
 help:
 	@echo "make run    install, then run $(CAMPAIGN) on the virtual rig and write a report"
 	@echo "make test   install, then run the tests (unit, then integration)"
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
+	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 
 setup: system venv
 
@@ -80,6 +82,38 @@ reproduce: setup
 
 papers-docs: venv
 	$(BIN)/mprig reproduce --docs docs/papers.md
+
+# ns-3 as the oracle of the Wi-Fi model (issue 16): builds oracle/ns3/wifi_link against
+# Debian's libns3-dev 3.37 and runs the seeds' distance sweeps into reports/references/ns3/
+# (about 4 minutes on one core). Not part of setup or test: tests read the committed CSVs.
+# Linked by library name, not pkg-config: ns3-*.pc names libgsl.so, which only libgsl-dev
+# ships, while the runtime library comes with libns3.37.
+NS3_PACKAGES := libns3-dev g++
+NS3_BIN := oracle/ns3/build/wifi_link
+NS3_LIBS := -lns3-wifi -lns3-internet -lns3-applications -lns3-mobility -lns3-propagation \
+	-lns3-point-to-point -lns3-network -lns3-core
+NS3_OUT := reports/references/ns3
+NS3_SWEEP := --distances=10,20,30,40,50,60,70,80,90,100 --runs=3 --warmup=1 --measure=5
+# $(1) output file name, $(2) the program's arguments; the command heads the CSV.
+define ns3_sweep
+	@echo "ns-3 oracle: $(NS3_OUT)/$(1)"
+	@{ echo "# $(NS3_BIN) $(2)"; echo "# ns-3 $$(dpkg-query -W -f='$${Version}' libns3-dev)"; \
+		$(NS3_BIN) $(2); } > $(NS3_OUT)/$(1).tmp && mv $(NS3_OUT)/$(1).tmp $(NS3_OUT)/$(1)
+endef
+
+$(NS3_BIN): oracle/ns3/wifi_link.cc
+	@$(MAKE) --no-print-directory system APT_PACKAGES="$(NS3_PACKAGES)"
+	@mkdir -p $(dir $@)
+	g++ -O2 -std=c++17 -Wall -o $@ $< $(NS3_LIBS)
+
+ns3-oracle: $(NS3_BIN)
+	@mkdir -p $(NS3_OUT)
+	$(call ns3_sweep,seed000-11g-54.csv,--standard=11g --rate=54 --exponent=2.06 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11g-54.csv,--standard=11g --rate=54 --exponent=2.2 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11g-6.csv,--standard=11g --rate=6 --exponent=2.2 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11b-2.csv,--standard=11b --rate=2 --exponent=2.2 $(NS3_SWEEP))
+	$(call ns3_sweep,ideal-11g.csv,--standard=11g --manager=ideal --exponent=2.2 $(NS3_SWEEP))
+	$(call ns3_sweep,minstrel-11g.csv,--standard=11g --manager=minstrel --exponent=2.2 $(NS3_SWEEP))
 
 clean:
 	rm -rf $(VENV) build *.egg-info
