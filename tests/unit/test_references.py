@@ -485,3 +485,24 @@ def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
     ]
     header = (refs.REFERENCES_DIR / "000-alheid-prr.yaml").read_text().split("\npaper:")[0]
     assert "15 is taken" in header and "12.26 % of 54 Mbit/s" in header
+
+
+def test_seed_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
+    """Each Co-CC and FC-CC row of Tables III and IV meets the variant of its method and
+    coupling (FC-CC: BPF fccc; TCP-DOOR with Co-CC: cc tcpdoor_lia). TCP-DOOR with FC-CC
+    has no program, so no run."""
+    res = paper_results("003-scenario1-quick", reps=3)
+    got = {
+        ref_id: refs.matched_variants(res, entry)
+        for ref_id, entry in shipped().items()
+        if re.fullmatch(r"003-t[34]-s1-\w+-(co|fc)", ref_id)
+    }
+    cc = {"co": "lia", "fc": "fccc"}
+    want = {
+        f"003-t{table}-s1-{rec}-{col}": ({f"{rec}_{cc[col]}"},)
+        for table in (3, 4)
+        for rec in ("nopr", "dsack", "eifel", "frto", "tcpdoor")
+        for col in ("co", "fc")
+    }
+    want["003-t3-s1-tcpdoor-fc"] = want["003-t4-s1-tcpdoor-fc"] = (set(),)
+    assert got == want
