@@ -377,6 +377,7 @@ typedef struct {
     /* counters for data sent in this direction on this subflow */
     uint64_t packets, bytes, retrans_pkts, retrans_bytes;
     uint64_t ooo_pkts, dup_pkts, dup_bytes, reinj_bytes, unmapped_bytes, mapped_bytes;
+    uint64_t ip_bytes; /* IP length (headers + payload) of those packets: wire bytes less L2 */
     int64_t first_ts, last_ts;
     int fin, rst;
     uint64_t batch; /* counts releases: segments released together may share one skb */
@@ -1212,6 +1213,7 @@ typedef struct {
     uint32_t seq, ack;
     uint8_t flags;
     uint32_t paylen;
+    uint32_t iplen; /* IP header(s) + TCP header + payload */
     opts_t op;
 } tcpinfo_t;
 
@@ -1462,6 +1464,7 @@ static void on_payload(state_t *st, tcpinfo_t *ti, subflow_t *s, int dir, int64_
     int retrans = sq < h->max_end;
     h->packets++;
     h->bytes += ti->paylen;
+    h->ip_bytes += ti->iplen;
     if (h->packets == 1)
         h->first_ts = t;
     h->last_ts = t;
@@ -1587,6 +1590,7 @@ static int decode_ipv4(state_t *st, const uint8_t *p, uint32_t avail, tcpinfo_t 
         return -1;
     }
     ti->key.fam = 4;
+    ti->iplen = tot;
     memcpy(ti->key.src, p + 12, 4);
     memcpy(ti->key.dst, p + 16, 4);
     return decode_tcp(st, p + ihl, avail - ihl, tot - ihl, ti);
@@ -1626,6 +1630,7 @@ static int decode_ipv6(state_t *st, const uint8_t *p, uint32_t avail, tcpinfo_t 
     if (nh != 6 || off > avail || off - 40 > plen)
         return -1;
     ti->key.fam = 6;
+    ti->iplen = 40 + plen;
     memcpy(ti->key.src, p + 8, 16);
     memcpy(ti->key.dst, p + 24, 16);
     return decode_tcp(st, p + off, avail - off, plen - (off - 40), ti);
@@ -2079,6 +2084,7 @@ static int half_dict(PyObject *o, const subflow_t *s, int dir)
     SET(o, "reinjected_bytes", U64(h->reinj_bytes));
     SET(o, "unmapped_bytes", U64(h->unmapped_bytes));
     SET(o, "mapped_bytes", U64(h->mapped_bytes));
+    SET(o, "ip_bytes", U64(h->ip_bytes));
     SET(o, "first_ns", I64(h->first_ts));
     SET(o, "last_ns", I64(h->last_ts));
     return 0;
@@ -2160,6 +2166,29 @@ static int conn_list(PyObject *out, const state_t *st)
     return 0;
 }
 
+/* Every direction with payload of a TCP flow outside an MPTCP connection (plain TCP, or a
+ * connection whose SYN-ACK refused MP_CAPABLE): its subflow counters, so a plain TCP run is
+ * measured from the same capture, by the same counting, as an MPTCP one. */
+static int tcp_flow_list(PyObject *out, const state_t *st)
+{
+    for (size_t i = 0; i < st->nsf; i++) {
+        const subflow_t *s = &st->sf[i];
+        if (s->conn >= 0 && !st->c[s->conn].not_mptcp)
+            continue;
+        for (int dir = 0; dir < 2; dir++) {
+            if (!s->h[dir].packets)
+                continue;
+            PyObject *o = PyDict_New();
+            if (!o || half_dict(o, s, dir) || PyList_Append(out, o)) {
+                Py_XDECREF(o);
+                return -1;
+            }
+            Py_DECREF(o);
+        }
+    }
+    return 0;
+}
+
 static int counters(PyObject *o, const state_t *st)
 {
     SET(o, "packets", U64(st->packets));
@@ -2231,16 +2260,20 @@ static PyObject *warning_list(const state_t *st)
 static PyObject *build_result(state_t *st)
 {
     PyObject *out = PyDict_New(), *conns = PyList_New(0), *warns = warning_list(st);
-    if (!out || !conns || !warns || PyDict_SetItemString(out, "connections", conns) ||
+    PyObject *flows = PyList_New(0);
+    if (!out || !conns || !warns || !flows || PyDict_SetItemString(out, "connections", conns) ||
         PyDict_SetItemString(out, "warnings", warns) || conn_list(conns, st) ||
+        PyDict_SetItemString(out, "tcp_flows", flows) || tcp_flow_list(flows, st) ||
         counters(out, st)) {
         Py_XDECREF(out);
         Py_XDECREF(conns);
         Py_XDECREF(warns);
+        Py_XDECREF(flows);
         return NULL;
     }
     Py_DECREF(conns);
     Py_DECREF(warns);
+    Py_DECREF(flows);
     return out;
 }
 

@@ -68,6 +68,7 @@ class Subflow:
     duplicate_packets: int  # segments whose mapped data was all delivered or queued already
     reinjected_bytes: int  # bytes first received on another subflow
     unmapped_bytes: int  # bytes no DSS mapping ever covered
+    ip_bytes: int = 0  # IP length of those segments: payload plus IP and TCP headers
 
     @property
     def name(self) -> str:
@@ -294,6 +295,35 @@ class ConnectionAnalysis:
         )
 
 
+L2_HEADER = 14  # Ethernet header: what a qdisc on a veth or Ethernet link counts beyond IP
+
+
+@dataclass(frozen=True)
+class TcpFlow:
+    """One direction with payload of a TCP flow outside any MPTCP connection (plain TCP),
+    counted by the same replay as an MPTCP subflow."""
+
+    src: str  # data sender address
+    dst: str  # data receiver address
+    sport: int  # sender port
+    dport: int  # receiver port
+    packets: int  # segments with payload, retransmissions included
+    bytes: int  # their payload bytes
+    ip_bytes: int  # their IP length (payload plus IP and TCP headers)
+    retransmitted_packets: int  # segments starting below the highest byte seen before
+    retransmitted_bytes: int  # their payload bytes
+    first_ns: int  # first data segment
+    last_ns: int  # last data segment
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> TcpFlow:
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def name(self) -> str:
+        return f"{_endpoint(self.src, self.sport)}->{_endpoint(self.dst, self.dport)}"
+
+
 @dataclass
 class CaptureAnalysis:
     """Every MPTCP connection direction of one capture file."""
@@ -303,6 +333,7 @@ class CaptureAnalysis:
     warnings: list[str]  # messages naming the file and packet index / byte offset
     partial: bool  # the file ended early or is corrupt past some point
     counters: dict[str, int]  # file-level packet counts (packets, tcp_packets, ...)
+    tcp_flows: list[TcpFlow] = field(default_factory=list)  # plain TCP directions with data
 
     def series_notes(self) -> list[str]:
         """What the time series of each connection could not show at the asked bin width."""
@@ -381,4 +412,5 @@ def analyze_pcap(
             f"({raw['packets']} packets, {raw['tcp_packets']} TCP)"
         )
     counters = {k: int(v) for k, v in raw.items() if isinstance(v, int | bool)}
-    return CaptureAnalysis(name, conns, warnings, bool(raw["partial"]), counters)
+    flows = [TcpFlow.from_raw(f) for f in raw.get("tcp_flows", [])]
+    return CaptureAnalysis(name, conns, warnings, bool(raw["partial"]), counters, flows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from collectors import metrics
 from collectors.kernelofo import ofo_skbs
 from collectors.runinfo import RunInfo
 from collectors.runparts import Part
@@ -13,7 +14,7 @@ from mprig.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from collectors.analyze import ConnectionAnalysis
+    from collectors.analyze import ConnectionAnalysis, TcpFlow
 
 # Wide columns of ConnectionAnalysis.timeseries() -> long-table metric names.
 _SERIES = {
@@ -25,14 +26,13 @@ _SERIES = {
 
 
 def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
-    """Capture metrics of the run's data connection, from the receiver's capture."""
+    """Capture metrics of the run's data connection, from the receiver's capture: for MPTCP
+    the connection-level replay, for plain TCP the same counters of its TCP flows (one
+    instrument for both)."""
     from collectors.analyze import analyze_pcap
 
     part = Part()
     name = f"{info.receiver}.pcap"
-    if not info.mptcp:
-        part.metrics["warnings"] = [f"{name}: plain TCP run: the capture metrics need MPTCP"]
-        return part
     if not (info.bundle / name).is_file():
         if _captured(info):
             part.problems.append(f"{name}: missing")
@@ -45,6 +45,10 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
     part.metrics["warnings"] = [w.replace(str(info.bundle / name), name) for w in analysis.warnings]
     part.metrics["warnings"] += [f"{name}: {w}" for w in analysis.series_notes()]
     part.metrics["partial"] = analysis.partial
+    if not info.mptcp:
+        part.metrics["warnings"] = [w for w in part.metrics["warnings"] if "no MPTCP" not in w]
+        _fill_tcp(part, analysis.tcp_flows, info, name)
+        return part
     part.metrics["receiver_ooo"] = receiver_ooo(analysis.connections, info)
     conn = data_connection(analysis.connections, info)
     if conn is None:
@@ -97,7 +101,56 @@ def _fill(part: Part, conn: ConnectionAnalysis, info: RunInfo) -> None:
     part.metrics["connection"] = summary
     part.metrics["subflows"] = subflows
     part.metrics["path_throughput_bps"] = path_throughput(subflows)
+    part.metrics["path_wire_bps"] = path_wire(subflows, conn.duration_s)
     part.series.append(long_series(conn, paths))
+
+
+def path_wire(flows: list[dict[str, Any]], duration_s: float) -> dict[str, float]:
+    """Path -> bits/s on the wire (IP length plus the Ethernet header, what a qdisc's rate
+    counts) of its subflows or flows over DURATION_S."""
+    from collectors.analyze import L2_HEADER
+
+    out: dict[str, float] = {}
+    for f in flows:
+        wire = f.get("ip_bytes", 0) + L2_HEADER * f.get("packets", 0)
+        rate = metrics.rate_bps(wire, duration_s)
+        if f.get("path") is not None and rate is not None:
+            out[f["path"]] = out.get(f["path"], 0.0) + rate
+    return out
+
+
+TCP_DATA_SHARE = 0.1  # a TCP flow with less than this share of the largest is control traffic
+
+
+def _fill_tcp(part: Part, flows: list[TcpFlow], info: RunInfo, name: str) -> None:
+    """Plain TCP: the data flows towards the receiver (iperf3's control connection left
+    out), counted as an MPTCP subflow is: payload over first to last data segment."""
+    clients = info.client_addrs()
+    towards = [f for f in flows if ((f.dst in clients) == (info.receiver == "client"))]
+    top = max((f.bytes for f in towards), default=0)
+    data = [f for f in towards if top and f.bytes >= TCP_DATA_SHARE * top]
+    if not data:
+        part.problems.append(f"{name}: no TCP data towards the {info.receiver}")
+        return
+    duration = (max(f.last_ns for f in data) - min(f.first_ns for f in data)) / 1e9
+    total = sum(f.bytes for f in data)
+    retrans = sum(f.retransmitted_bytes for f in data)
+    rows = [{**f.__dict__, "name": f.name, "path": clients.get(f.src) or clients.get(f.dst),
+             "throughput_bps": metrics.rate_bps(f.bytes, duration)} for f in data]  # fmt: skip
+    summary = {
+        "protocol": "tcp",
+        "packets": sum(f.packets for f in data),
+        "bytes": total,
+        "duration_s": duration,
+        "throughput_bps": metrics.rate_bps(total, duration),
+        "goodput_bps": metrics.rate_bps(total - retrans, duration),
+        "retransmitted_packets": sum(f.retransmitted_packets for f in data),
+    }
+    part.metrics |= summary
+    part.metrics["connection"] = summary
+    part.metrics["subflows"] = rows
+    part.metrics["path_throughput_bps"] = path_throughput(rows)
+    part.metrics["path_wire_bps"] = path_wire(rows, duration)
 
 
 def subflow_paths(conn: ConnectionAnalysis, client_addrs: dict[str, str]) -> dict[int, str]:

@@ -38,17 +38,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 1  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 2  # bump when a metric's definition changes: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"
 
 ID_COLUMNS = ("campaign", "run_id", "variant", "protocol", "status")
 INT_ID_COLUMNS = ("index", "repetition", "seed")
-FLOAT_METRICS = ("throughput_bps", "goodput_bps", "iperf3_bps", "ooo_ratio", "ooo_mean_bytes")
-INT_METRICS: tuple[str, ...] = ("ooo_max_bytes", "ooo_max_packets", "retransmitted_packets")
+FLOAT_METRICS: tuple[str, ...] = ("throughput_bps", "goodput_bps", "iperf3_bps", "ss_acked_bps")
+FLOAT_METRICS += ("ooo_ratio", "ooo_mean_bytes")
+INT_METRICS: tuple[str, ...] = ("ooo_max_bytes", "ooo_max_packets", "ooo_arrivals")
+INT_METRICS += ("retransmitted_packets",)
 INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes")
-PATH_METRICS = ("link_util", "throughput_bps", "srtt_ms", "cwnd_mean")  # column `<m>.<path>`
+# Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
+PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
 SERIES_COLUMNS |= {"path": "string", "subflow": "string", "value": "float64"}
 
@@ -285,10 +288,11 @@ def metrics_doc(
     cap, ss_p = parts["capture"].metrics, parts["ss"].metrics
     nstat = parts["nstat"].metrics.get("nstat", {})
     row = id_row(info)
-    row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS if m != "iperf3_bps"}
+    row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS}
     row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
+    row["ss_acked_bps"] = ss_acked(ss_p.get("paths", {}))
     throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
-    row |= path_columns(info, throughput, ss_p.get("paths", {}))
+    row |= path_columns(info, throughput, ss_p.get("paths", {}), cap.get("path_wire_bps"))
     return {
         "format": FORMAT,
         "run_id": info.run_id,
@@ -307,11 +311,19 @@ def metrics_doc(
     }
 
 
+def ss_acked(ss_paths: dict[str, dict[str, float | None]]) -> float | None:
+    """The sender's acknowledged-bytes rate from ss summed over paths: the cross-check the
+    report shows beside the capture's throughput."""
+    rates = [v.get("acked_bps") for v in ss_paths.values()]
+    known = [float(r) for r in rates if r is not None]
+    return sum(known) if known else None
+
+
 def _path_throughput(
     info: RunInfo, capture: dict[str, Any], ss_paths: dict[str, dict[str, float | None]]
 ) -> tuple[dict[str, float] | None, str | None]:
-    """Per-path throughput: from the receiver's capture for MPTCP; for plain TCP (which the
-    MPTCP capture analysis does not cover) the sender's acknowledged-bytes rate from ss."""
+    """Per-path throughput from the receiver's capture (MPTCP and plain TCP alike); for a
+    plain TCP run without a usable capture, the sender's acknowledged-bytes rate from ss."""
     if capture.get("path_throughput_bps") is not None:
         return capture["path_throughput_bps"], "capture"
     if not info.mptcp:
@@ -324,9 +336,10 @@ def path_columns(
     info: RunInfo,
     throughput: dict[str, float] | None,
     ss_paths: dict[str, dict[str, float | None]],
+    wire: dict[str, float] | None = None,
 ) -> dict[str, float | None]:
-    """`link_util.<path>`, `throughput_bps.<path>`, `srtt_ms.<path>`, `cwnd_mean.<path>` for
-    every configured path (null where there is no data)."""
+    """`link_util.<path>`, `throughput_bps.<path>`, `wire_bps.<path>`, `srtt_ms.<path>`,
+    `cwnd_mean.<path>` for every configured path (null where there is no data)."""
     rates = info.path_rates_bps()
     names = list(rates) + sorted(set(throughput or {}) - set(rates))
     out: dict[str, float | None] = {}
@@ -335,6 +348,7 @@ def path_columns(
         rate = rates.get(path)
         out[f"link_util.{path}"] = tput / rate if tput is not None and rate else None
         out[f"throughput_bps.{path}"] = tput
+        out[f"wire_bps.{path}"] = (wire or {}).get(path) if tput is not None else None
         out[f"srtt_ms.{path}"] = ss_paths.get(path, {}).get("srtt_ms")
         out[f"cwnd_mean.{path}"] = ss_paths.get(path, {}).get("cwnd_mean")
     return out

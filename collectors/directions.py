@@ -20,6 +20,7 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "ooo_max_bytes": "lower",
     "ooo_max_packets": "lower",
     "ooo_mean_bytes": "lower",
+    "ooo_arrivals": "lower",
     "retransmitted_packets": "lower",
     "duplicate_packets": "lower",
     "reinjected_bytes": "lower",
@@ -27,6 +28,10 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "rcvbuf_k_max_bytes": "lower",
     "srtt_ms": "lower",
     "cwnd_mean": "neutral",
+    # Cross-checks of throughput_bps (another instrument, or the same bytes with headers):
+    # judging them too would count one change twice.
+    "ss_acked_bps": "neutral",
+    "wire_bps": "neutral",
 }
 
 
