@@ -192,10 +192,11 @@ PAPERS: dict[str, PaperPlan] = {
         (
             *_NS3_WIFI,
             "Congestion control: Un-CC is per-subflow Reno; Co-CC is mprig's BPF lia (RFC 6356, "
-            "state shared per MPTCP connection); FC-CC exists in NS-3 only, so its columns of "
-            "Tables III and IV are not comparable. TCP-DOOR runs on Un-CC (BPF door, Reno per "
-            "subflow); TCP-DOOR with Co-CC would need one program doing both, so that cell has "
-            "no run.",
+            "state shared per MPTCP connection); FC-CC is mprig's BPF fccc (the NS-3 model's "
+            "Fully_Coupled: 1/cwnd_total per packet acked, a loss takes cwnd_total/2 from the "
+            "subflow). TCP-DOOR runs on Un-CC (BPF door, Reno per subflow) and on Co-CC (BPF "
+            "door_lia); TCP-DOOR with FC-CC would need one program doing both (door_fccc, not "
+            "written), so that cell has no run.",
         ),
         wifi=True,
     ),
