@@ -27,16 +27,21 @@ from mprig.spec import Variant
 # Under VM emulation each program started costs 0.1-0.3 s, so the script starts few: the
 # sysctls are read from /proc/sys with bash's `read` (printed as `sysctl` prints them), one
 # `ip -batch` gives the MPTCP limits (the line of `add_addr_accepted`/`subflows` pairs)
-# and endpoints, one `tc qdisc show` every root qdisc; `ethtool -k` runs per interface.
+# and endpoints (on client and server only), one `tc qdisc show` every root qdisc;
+# `ethtool -k` runs per interface only when asked: offloads are rig state no variant sets,
+# read at the campaign's start and end, not on every run. $1 says what to read ("mptcp",
+# "offloads"), $2 the sysctl names.
 READ_SCRIPT = (
-    'set -f; echo "@@sysctl"; for k in $1; do IFS= read -r v < "/proc/sys/${k//.//}" '
-    '&& printf "%s = %s\\n" "$k" "$v"; done 2>/dev/null; shift; echo "@@limits"; s=limits; '
-    "while IFS= read -r l; do if [[ $s == limits && ! $l =~ ^(add_addr_accepted|subflows) ]]; "
-    'then echo "@@endpoints"; s=; fi; printf "%s\\n" "$l"; done < <(printf "%s\\n" '
+    'set -f; what=" $1 "; shift; echo "@@sysctl"; for k in $1; do '
+    'IFS= read -r v < "/proc/sys/${k//.//}" && printf "%s = %s\\n" "$k" "$v"; done 2>/dev/null; '
+    'shift; echo "@@limits"; s=limits; [[ $what == *" mptcp "* ]] && while IFS= read -r l; do '
+    "if [[ $s == limits && ! $l =~ ^(add_addr_accepted|subflows) ]]; then "
+    'echo "@@endpoints"; s=; fi; printf "%s\\n" "$l"; done < <(printf "%s\\n" '
     '"mptcp limits show" "mptcp endpoint show" | ip -batch - 2>/dev/null); '
     '[[ $s == limits ]] && echo "@@endpoints"; mapfile -t q < <(tc qdisc show 2>/dev/null); '
     'for d; do echo "@@dev $d"; for l in "${q[@]}"; do [[ $l == *" dev $d root "* ]] '
-    '&& printf "%s\\n" "$l"; done; ethtool -k "$d" 2>/dev/null; done; exit 0'
+    '&& printf "%s\\n" "$l"; done; [[ $what == *" offloads "* ]] && ethtool -k "$d" 2>/dev/null; '
+    "done; exit 0"
 )
 OFFLOADS = {
     "tcp-segmentation-offload": "tso",
@@ -85,10 +90,10 @@ class Baseline:
     devices: dict[str, list[str]]  # host -> the interfaces read there
     hosts: Settings  # host -> its settings at the campaign's start
 
-    def read_argv(self, host: str) -> list[str]:
-        """The command that reads `host`'s settings."""
+    def read_argv(self, host: str, *, offloads: bool = True) -> list[str]:
+        """The command that reads `host`'s settings (each run: without the offloads)."""
         keys = self.keys if host in KNOB_HOSTS else ()
-        return read_argv(keys, self.devices.get(host, []))
+        return read_argv(keys, self.devices.get(host, []), offloads=offloads)
 
     def as_json(self) -> dict[str, Any]:
         return {h: s.as_json() for h, s in self.hosts.items()}
@@ -111,10 +116,21 @@ def devices(links: Sequence[PathLink]) -> dict[str, list[str]]:
     return {h: list(dict.fromkeys(devs)) for h, devs in out.items()}
 
 
-def read_argv(keys: Sequence[str], devs: Sequence[str]) -> list[str]:
-    """The one command that reads a host's settings (`keys`: sysctls, none on routers)."""
+def read_argv(keys: Sequence[str], devs: Sequence[str], *, offloads: bool = True) -> list[str]:
+    """The one command that reads a host's settings (`keys`: sysctls, none on routers,
+    which also have no MPTCP limits or endpoints to read)."""
     names = " ".join([*keys, knobs.AVAILABLE_CC] if keys else [])
-    return ["bash", "-c", READ_SCRIPT, "mprig-settings", names, *devs]
+    what = " ".join(w for w, on in (("mptcp", bool(keys)), ("offloads", offloads)) if on)
+    return ["bash", "-c", READ_SCRIPT, "mprig-settings", what, names, *devs]
+
+
+def without_offloads(settings: Settings) -> Settings:
+    """`settings` with the interfaces' offloads left out (what a run reads back)."""
+    out = {}
+    for host, s in settings.items():
+        devs = {d: {k: v for k, v in vals.items() if k == "qdisc"} for d, vals in s.devices.items()}
+        out[host] = dataclasses.replace(s, devices=devs)
+    return out
 
 
 def parse(text: str) -> HostSettings:

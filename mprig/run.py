@@ -216,7 +216,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
 def read_settings_argv(a: Attempt, host: str) -> list[str]:
     """The command reading back host's settings (without a baseline: the variant's sysctls)."""
     if a.baseline is not None:
-        return a.baseline.read_argv(host)
+        return a.baseline.read_argv(host, offloads=False)
     keys = list(knobs.sysctls(a.run.variant)) if host in isolation.KNOB_HOSTS else []
     return isolation.read_argv(keys, [])
 
@@ -233,6 +233,7 @@ def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None
     if a.baseline is None:
         return
     want = isolation.expected(a.baseline.hosts, a.run.variant, a.rig.paths, cmds.setup)
+    want = isolation.without_offloads(want)  # rig state, checked at the campaign's start and end
     if problems := isolation.diff(want, got):
         raise RunFailed(f"settings differ from the spec: {'; '.join(problems)}", transient=False)
 

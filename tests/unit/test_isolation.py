@@ -66,9 +66,25 @@ def test_parse_real_read_script_output() -> None:
 
 def test_read_argv_passes_names_and_devices_as_arguments() -> None:
     argv = isolation.read_argv(["net.ipv4.tcp_sack"], ["wlan0"])
-    assert argv == ["bash", "-c", isolation.READ_SCRIPT, "mprig-settings",
+    assert argv == ["bash", "-c", isolation.READ_SCRIPT, "mprig-settings", "mptcp offloads",
                     f"net.ipv4.tcp_sack {knobs.AVAILABLE_CC}", "wlan0"]  # fmt: skip
-    assert isolation.read_argv([], ["lan0", "wan0"])[4:] == ["", "lan0", "wan0"]
+    # a router: no sysctls, no MPTCP limits or endpoints; each run: no offloads either
+    assert isolation.read_argv([], ["lan0", "wan0"], offloads=False)[4:] == [
+        "",
+        "",
+        "lan0",
+        "wan0",
+    ]
+
+
+def test_a_run_compares_qdiscs_but_not_the_offloads_it_does_not_read() -> None:
+    full = isolation.HostSettings(
+        devices={"lan0": {"qdisc": "netem", "tso": "off", "gso": "off"}, "wlan0": {}}
+    )
+    assert isolation.without_offloads({"ap": full})["ap"].devices == {
+        "lan0": {"qdisc": "netem"},
+        "wlan0": {},
+    }
 
 
 def test_devices_per_host() -> None:
