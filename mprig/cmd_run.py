@@ -181,8 +181,10 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
     try:
         from mprig.headroom import HOST_CPU_FILE, HostCpuWriter
 
-        with HostCpuWriter(results / HOST_CPU_FILE):  # the runner inside reads the host's CPU
-            return vm.run_in_vm(argv, [results], timeout=deadline)
+        with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
+            return vm.run_in_vm(
+                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
+            )
     except KeyboardInterrupt:
         print(
             "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",
