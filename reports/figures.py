@@ -196,10 +196,20 @@ def _timeseries_runs(results: Results) -> list[dict[str, Any]]:
     return picked[:MAX_TIMESERIES_RUNS]
 
 
-def _plot_series(ax: Axes, series: dict[str, pd.DataFrame], ylabel: str, scale: float) -> None:
+def time_limits(ts: dict[str, dict[str, pd.DataFrame]]) -> tuple[float, float]:
+    """The x range of a run's time-series panels: from the run's start (t = 0, the recorded
+    start) to the last sample of any series, so every panel shows the whole run."""
+    ends = [float(part["t_s"].max()) for series in ts.values() for part in series.values()]
+    return 0.0, max([e for e in ends if e == e] or [1.0])
+
+
+def _plot_series(
+    ax: Axes, series: dict[str, pd.DataFrame], ylabel: str, scale: float, xlim: tuple[float, float]
+) -> None:
     for path, part in series.items():
         ax.plot(part["t_s"], part["value"] * scale, label=path or "connection", linewidth=1)
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(*xlim)
+    ax.set_xlabel("time since the run's start (s)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     if len(series) > 1:
@@ -219,8 +229,9 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
         if not panels:
             continue
         fig = _new(ncols=len(panels))
+        xlim = time_limits(ts)
         for ax, (s, label, scale) in zip(fig.axes, panels, strict=True):
-            _plot_series(ax, ts[s], label, scale)
+            _plot_series(ax, ts[s], label, scale, xlim)
         point = {a: run[a] for a in results.axes}
         title = f"{run['run_id']}: {run['variant']}, {point_label(point)}"
         plots.append(_save(fig, out, f"timeseries_{run['run_id']}", title))

@@ -14,6 +14,7 @@ from typing import Any
 
 from mprig import fsio
 from mprig.errors import UsageError
+from reports import instruments
 from reports import tables as tb
 from reports.figures import Plot
 from reports.references import Check
@@ -123,7 +124,10 @@ def ss_interval_text(captures: list[dict[str, Any]]) -> str:
 
 
 def build(results: Results, plots: list[Plot], checks: list[Check]) -> Report:
-    return Report(results, tb.all_tables(results), checks, plots)
+    tables = tb.all_tables(results)
+    if "throughput_bps" in results.runs.columns and not results.complete.empty:
+        tables.insert(1, instruments.instrument_table(results))
+    return Report(results, tables, checks, plots)
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -213,6 +217,8 @@ def render_html(report: Report) -> str:
         failed=_failed_rows(report.results),
         missing=_missing_rows(report.results),
         tables=[(t, tb.to_html(t)) for t in report.tables],
+        link_checks=instruments.link_checks(report.results),
+        glossary=instruments.GLOSSARY,
         plots=[(p, _data_uri(p.png)) for p in report.plots],
         environment=report.environment,
         spec=yaml.safe_dump(report.results.spec, sort_keys=False, width=100),
@@ -285,8 +291,11 @@ def render_markdown(report: Report, figures_dir: str = "figures") -> str:
     )
     warn = [{"run_id": w.run_id, "flag": w.flag, "detail": w.detail} for w in report.warnings]
     out.append(_md_list("Warnings", warn, ["run_id", "flag", "detail"]))
+    links = [c.__dict__ for c in instruments.link_checks(report.results)]
+    out.append(_md_list("Link utilisation checks", links, ["run_id", "path", "verdict", "detail"]))
     out += [tb.to_markdown(t) + "\n" for t in report.tables]
     out += [f"![{p.title}]({figures_dir}/{p.png.name})\n\n" for p in report.plots]
+    out.append(instruments.glossary_markdown())
     out.append(_md_list("Environment", report.environment, ["host", "item", "value"]))
     return "".join(out)
 

@@ -167,6 +167,7 @@ def test_cli_writes_every_format_and_prints_the_html_path_last(
         str(html),
     ]
     assert sorted(p.name for p in (partial / "report" / "tables").iterdir()) == [
+        "instruments.csv",
         "paper.csv",
         "pivot_goodput_bps.csv",
         "pivot_link_util.csv",
