@@ -85,7 +85,7 @@ papers-docs: venv
 
 # ns-3 as the oracle of the Wi-Fi model (issue 16): builds oracle/ns3/wifi_link against
 # Debian's libns3-dev 3.37 and runs the seeds' distance sweeps into reports/references/ns3/
-# (about 4 minutes on one core). Not part of setup or test: tests read the committed CSVs.
+# (about 6 minutes on one busy core). Not part of setup or test: tests read the committed CSVs.
 # Linked by library name, not pkg-config: ns3-*.pc names libgsl.so, which only libgsl-dev
 # ships, while the runtime library comes with libns3.37.
 NS3_PACKAGES := libns3-dev g++
@@ -112,6 +112,9 @@ ns3-oracle: $(NS3_BIN)
 	$(call ns3_sweep,seed003-11g-54.csv,--standard=11g --rate=54 --exponent=2.2 $(NS3_SWEEP))
 	$(call ns3_sweep,seed003-11g-6.csv,--standard=11g --rate=6 --exponent=2.2 $(NS3_SWEEP))
 	$(call ns3_sweep,seed003-11b-2.csv,--standard=11b --rate=2 --exponent=2.2 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11g-54-nopd.csv,--standard=11g --rate=54 --exponent=2.2 --preambleDetection=0 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11g-6-nopd.csv,--standard=11g --rate=6 --exponent=2.2 --preambleDetection=0 $(NS3_SWEEP))
+	$(call ns3_sweep,seed003-11b-2-nopd.csv,--standard=11b --rate=2 --exponent=2.2 --preambleDetection=0 $(NS3_SWEEP))
 	$(call ns3_sweep,ideal-11g.csv,--standard=11g --manager=ideal --exponent=2.2 $(NS3_SWEEP))
 	$(call ns3_sweep,minstrel-11g.csv,--standard=11g --manager=minstrel --exponent=2.2 $(NS3_SWEEP))
 
