@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +58,7 @@ def commit(results: Path, run_id: str, record: dict[str, Any]) -> Path:
     staging = partial_dir(results, run_id)
     record = {**record, "format": FORMAT, "artifacts": artifact_hashes(staging)}
     write_json(staging / RUN_JSON, record)
-    _fsync_dir(staging)
+    fsio.fsync_path(staging)
     final = results / run_id
     old = results / f".{run_id}{OLD_SUFFIX}"
     if final.exists():
@@ -67,18 +66,10 @@ def commit(results: Path, run_id: str, record: dict[str, Any]) -> Path:
             shutil.rmtree(old)
         final.rename(old)
     staging.rename(final)
-    _fsync_dir(results)
+    fsio.fsync_path(results)
     if old.exists():
         shutil.rmtree(old)
     return final
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ TSO/GSO/GRO off)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator, Sequence
 
 
 def sh(*argv: str) -> str:
@@ -23,3 +25,30 @@ def veth_pair(a: tuple[str, str, str], b: tuple[str, str, str]) -> None:
         sh("ip", "-n", host, "addr", "add", f"{addr}/24", "dev", dev)
         sh("ip", "-n", host, "link", "set", dev, "up")
         ns(host, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+
+
+@contextlib.contextmanager
+def mptcp_hosts(*names: str, subflows: int = 8, sysctls: Sequence[str] = ()) -> Iterator[None]:
+    """Namespaces with loopback up, MPTCP limits `subflows` (and add_addr_accepted) and
+    `sysctls` (key=value) set; deleted, with all they hold, when the block ends."""
+    try:
+        for host in names:
+            sh("ip", "netns", "add", host)
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+            limit = str(subflows)
+            ns(host, "ip", "mptcp", "limits", "set", "subflows", limit, "add_addr_accepted", limit)
+            if sysctls:
+                ns(host, "sysctl", "-q", "-w", *sysctls)
+        yield
+    finally:
+        for host in names:
+            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
+
+
+def policy_route(host: str, i: int, dev: str, addr: str, net: str, endpoint: bool = True) -> None:
+    """Traffic from `addr` leaves by `dev` (table 100+i towards `net`); with `endpoint`, an
+    MPTCP subflow endpoint with id `i` on it."""
+    sh("ip", "-n", host, "rule", "add", "from", addr, "table", str(100 + i))
+    sh("ip", "-n", host, "route", "add", net, "dev", dev, "table", str(100 + i))
+    if endpoint:
+        ns(host, "ip", "mptcp", "endpoint", "add", addr, "dev", dev, "id", str(i), "subflow")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nslink import ns, sh, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
 from mprig import traffic
 
@@ -26,25 +26,14 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespace
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[None]:
-    try:
-        for host in (CLIENT, SERVER):
-            sh("ip", "netns", "add", host)
-            sh("ip", "-n", host, "link", "set", "lo", "up")
-            ns(host, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")
+    with mptcp_hosts(CLIENT, SERVER):
         for i, rate in enumerate(RATES, start=1):
             cif, sif, caddr = f"{TAG}c{i}", f"{TAG}s{i}", f"10.112.{i}.1"
             veth_pair((CLIENT, cif, caddr), (SERVER, sif, f"10.112.{i}.2"))
             ns(SERVER, "tc", "qdisc", "add", "dev", sif, "root", "tbf", "rate", rate,
                "burst", "10kb", "limit", "60kb")  # fmt: skip
-            sh("ip", "-n", CLIENT, "rule", "add", "from", caddr, "table", str(100 + i))
-            sh("ip", "-n", CLIENT, "route", "add", "10.112.0.0/16", "dev", cif, "table",
-               str(100 + i))  # fmt: skip
-            ns(CLIENT, "ip", "mptcp", "endpoint", "add", caddr, "dev", cif, "id", str(i),
-               "subflow")  # fmt: skip
+            policy_route(CLIENT, i, cif, caddr, "10.112.0.0/16")
         yield
-    finally:
-        for host in (CLIENT, SERVER):
-            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
 
 
 def test_every_block_arrives_once_in_order_with_its_delay(rig: None) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from nslink import ns, sh, veth_pair
+from nslink import mptcp_hosts, ns, sh, veth_pair
 
 from collectors.ss import data_subflows, parse_ss
 from mprig import bpfcc, knobs
@@ -40,18 +40,11 @@ def _link_up(i: int, client_addr: str, server_addr: str) -> None:
 @pytest.fixture(scope="module")
 def rig() -> Iterator[None]:
     """Client and server namespaces over two paths; removed (with all they hold) after."""
-    try:
-        for host in (CLIENT, SERVER):
-            sh("ip", "netns", "add", host)
-            sh("ip", "-n", host, "link", "set", "lo", "up")
-            ns(host, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
+    with mptcp_hosts(CLIENT, SERVER, subflows=2):
         for i, (client_addr, server_addr) in enumerate(PATHS, start=1):
             _link_up(i, client_addr, server_addr)
         ns(SERVER, "ip", "mptcp", "endpoint", "add", PATHS[1][1], "dev", f"{TAG}s2", "signal")
         yield
-    finally:
-        for host in (CLIENT, SERVER):
-            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
 
 
 @pytest.fixture(scope="module")

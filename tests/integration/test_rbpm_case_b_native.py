@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nslink import ns, sh, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
 from mprig import capture, rbpm, rbpm_run
 
@@ -46,28 +46,17 @@ def _path_up(i: int, rate: str) -> None:
     for host, dev in ((SERVER, sif), (CLIENT, cif)):
         ns(host, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "10kb",
            "limit", "150000")  # fmt: skip
-    sh("ip", "-n", CLIENT, "rule", "add", "from", caddr, "table", str(100 + i))
-    sh("ip", "-n", CLIENT, "route", "add", "10.118.0.0/16", "dev", cif, "table", str(100 + i))
-    if i > 1:
-        ns(CLIENT, "ip", "mptcp", "endpoint", "add", caddr, "dev", cif, "id", str(i), "subflow")
+    policy_route(CLIENT, i, cif, caddr, "10.118.0.0/16", endpoint=i > 1)
 
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[None]:
-    try:
-        for host in (CLIENT, SERVER):
-            sh("ip", "netns", "add", host)
-            sh("ip", "-n", host, "link", "set", "lo", "up")
-            ns(host, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")
-            ns(host, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 204800 204800",
-               "net.ipv4.tcp_congestion_control=reno")  # fmt: skip
+    sysctls = ("net.ipv4.tcp_rmem=4096 204800 204800", "net.ipv4.tcp_congestion_control=reno")
+    with mptcp_hosts(CLIENT, SERVER, sysctls=sysctls):
         for i, rate in enumerate(RATES, start=1):
             _path_up(i, rate)
         ns(CLIENT, "ip", "mptcp", "endpoint", "add", SLOW, "dev", f"{TAG}c1", "id", "1")
         yield
-    finally:
-        for host in (CLIENT, SERVER):
-            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
 
 
 def download(tmp: Path, controlled: bool) -> tuple[float, list[dict[str, Any]]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nslink import ns, sh, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
 from mprig import rbpm, rbpm_run
 
@@ -44,27 +44,17 @@ def _path_up(i: int, rate: str) -> None:
     for host, dev in ((SERVER, sif), (CLIENT, cif)):  # download and upload shaped alike
         ns(host, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "10kb",
            "limit", "30kb")  # fmt: skip
-    sh("ip", "-n", CLIENT, "rule", "add", "from", caddr, "table", str(100 + i))
-    sh("ip", "-n", CLIENT, "route", "add", "10.111.0.0/16", "dev", cif, "table", str(100 + i))
-    ns(CLIENT, "ip", "mptcp", "endpoint", "add", caddr, "dev", cif, "id", str(i), "subflow")
+    policy_route(CLIENT, i, cif, caddr, "10.111.0.0/16")
 
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[None]:
     """The two namespaces and three paths; removed (with all they hold) after."""
-    try:
-        for host in (CLIENT, SERVER):
-            sh("ip", "netns", "add", host)
-            sh("ip", "-n", host, "link", "set", "lo", "up")
-            ns(host, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")
-            ns(host, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 100000 100000",
-               "net.ipv4.tcp_congestion_control=reno")  # fmt: skip
+    sysctls = ("net.ipv4.tcp_rmem=4096 100000 100000", "net.ipv4.tcp_congestion_control=reno")
+    with mptcp_hosts(CLIENT, SERVER, sysctls=sysctls):
         for i, rate in enumerate(RATES, start=1):
             _path_up(i, rate)
         yield
-    finally:
-        for host in (CLIENT, SERVER):
-            subprocess.run(["ip", "netns", "del", host], capture_output=True, check=False)
 
 
 def received(port: int) -> dict[str, int]:
