@@ -10,30 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_spec import BASE  # the two-path campaign every spec test starts from
 
 from mprig import traffic
 from mprig.cli import main
 from mprig.spec import Traffic
 
 REPO = Path(__file__).parents[2]
-
-BASE = """\
-name: t
-paths:
-  - name: wifi
-    kind: wifi
-    rate_mbit: 20
-    delay_ms: 10
-  - name: cell
-    kind: cellular
-    rate_mbit: 10
-    delay_ms: 40
-variants:
-  - name: mptcp
-  - name: tcp_wifi
-    protocol: tcp
-    path: wifi
-"""
 
 
 def validate(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
