@@ -181,7 +181,11 @@ def records(s: dict[str, npt.NDArray[np.generic]]) -> npt.NDArray[np.uint8]:
 
 def make_capture(path: Path, n_packets: int) -> None:
     rng = np.random.default_rng(1)
-    rows = records(schedule(n_packets * 2 // 3, rng))
+    write_pcap(path, records(schedule(n_packets * 2 // 3, rng)))
+
+
+def write_pcap(path: Path, rows: np.ndarray) -> None:
+    """A pcap of the MPTCP handshake followed by ROWS (packed record headers and frames)."""
     with path.open("wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, SNAPLEN, 1))
         for i, frame in enumerate(handshake()):

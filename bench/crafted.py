@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bench.collectors import EPOCH, MSS, OUT, SNAPLEN, handshake, records, run_analyze
+from bench.collectors import MSS, OUT, records, run_analyze, write_pcap
 
 Schedule = dict[str, npt.NDArray[np.generic]]
 FAR_FUTURE_S = 30 * 365 * 86400.0  # the far-future segment's offset
@@ -102,12 +101,7 @@ def write_capture(path: Path, pattern: str, n_data: int, seed: int = 1, jumps: i
     schedule = far_future(n_data, rng, jumps) if pattern == "far_future" else None
     rows = records(schedule or PATTERNS[pattern](n_data, rng))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, SNAPLEN, 1))
-        for i, frame in enumerate(handshake()):
-            cap = frame[:SNAPLEN]
-            f.write(struct.pack("<IIII", EPOCH, i, len(cap), len(frame)) + cap)
-        f.write(rows.tobytes())
+    write_pcap(path, rows)
     return path
 
 
