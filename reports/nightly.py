@@ -130,6 +130,7 @@ def history_rows(date: str, comparison: Comparison) -> list[dict[str, Any]]:
             "low": r.low,
             "high": r.high,
             "p_value": r.p_value,
+            "q_value": r.q_value,
             "verdict": r.verdict,
             "results": comparison.current,
         }
@@ -154,6 +155,7 @@ def error_row(date: str, campaign: str, message: str, results: Path) -> dict[str
         "low": nan,
         "high": nan,
         "p_value": nan,
+        "q_value": nan,
         "verdict": f"error: {message}",
         "results": str(results),
     }

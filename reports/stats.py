@@ -122,3 +122,38 @@ def mann_whitney_p(baseline: ArrayLike, current: ArrayLike) -> float:
     if np.ptp(np.concatenate([base, cur])) == 0:
         return 1.0
     return float(stats.mannwhitneyu(cur, base, alternative="two-sided").pvalue)
+
+
+def beyond_tolerance_p(
+    baseline: ArrayLike, current: ArrayLike, tolerance: float, direction: int
+) -> float:
+    """One-sided p-value that CURRENT's mean lies beyond TOLERANCE of BASELINE's in the bad
+    DIRECTION (1: higher is better, so below (1 - tol) x baseline; -1: above (1 + tol) x
+    baseline): Welch's t on current - k x baseline, Satterthwaite degrees of freedom. Under
+    no change the margin makes it conservative; 1.0 when it cannot be told."""
+    from scipy import stats
+
+    base, cur = clean(baseline), clean(current)
+    if base.size < 2 or cur.size < 2 or direction == 0:
+        return 1.0
+    k = 1 - tolerance if direction > 0 else 1 + tolerance
+    diff = float(cur.mean() - k * base.mean()) * (1 if direction < 0 else -1)  # > 0: worse
+    vb, vc = k * k * float(base.var(ddof=1)) / base.size, float(cur.var(ddof=1)) / cur.size
+    if vb + vc == 0:
+        return 0.0 if diff > 0 else 1.0
+    df = (vb + vc) ** 2 / (vb**2 / (base.size - 1) + vc**2 / (cur.size - 1))
+    return float(stats.t.sf(diff / math.sqrt(vb + vc), df))
+
+
+def bh_adjust(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values) over the non-NaN entries; NaN stays."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.size, math.nan)
+    known = np.flatnonzero(~np.isnan(p))
+    if known.size == 0:
+        return out.tolist()
+    order = known[np.argsort(p[known], kind="stable")]
+    ranked = p[order] * known.size / np.arange(1, known.size + 1)
+    out[order] = np.minimum(np.minimum.accumulate(ranked[::-1])[::-1], 1.0)
+    result: list[float] = out.tolist()
+    return result

@@ -29,8 +29,8 @@ def test_same_distribution_has_no_regression(sets: dict[str, Path]) -> None:
     c = compare.compare(results.load(sets["base"]), results.load(sets["same"]))
     assert c.exit_code == 0
     assert c.regressions == []
-    assert (
-        compare.summary_line(c) == f"OK ({len({r.metric for r in c.rows})} metrics, 0 regressions)"
+    assert compare.summary_line(c) == (
+        f"OK ({len({r.metric for r in c.rows})} metrics, 0 regressions; {compare.spread(c)})"
     )
     # 2 variants x 2 distances for every metric with data
     assert len(c.rows) == 4 * len({r.metric for r in c.rows})

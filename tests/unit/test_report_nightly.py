@@ -57,7 +57,13 @@ def test_nights_baseline_ok_regression_error(
     code, out = cli(tmp_path, "2026-11-20", night(tmp_path, "2026-11-20", noise=2), capsys)
     history = pd.read_parquet(tmp_path / "history" / "history.parquet")
     metrics = history["metric"].nunique()
-    assert (code, out) == (0, [f"nightly 2026-11-20: OK ({metrics} metrics, 0 regressions)"])
+    head = f"nightly 2026-11-20: OK ({metrics} metrics, 0 regressions; changes "
+    assert (code, len(out), out[0].startswith(head), out[0].endswith(" rows)")) == (
+        0,
+        1,
+        True,
+        True,
+    )
     assert len(history) == 4 * metrics  # 2 variants x 2 distances per metric
     assert (tmp_path / "history" / "trend.png").is_file()
     assert (tmp_path / "nights" / "2026-11-20" / "synth" / "report" / "report.html").is_file()
