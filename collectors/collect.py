@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 2  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 3  # bump when a metric's definition changes: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"
@@ -50,6 +50,10 @@ FLOAT_METRICS += ("ooo_ratio", "ooo_mean_bytes")
 INT_METRICS: tuple[str, ...] = ("ooo_max_bytes", "ooo_max_packets", "ooo_arrivals")
 INT_METRICS += ("retransmitted_packets",)
 INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes")
+# The block workload (traffic tool blocks), after the capture's; null for the other tools.
+BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "block_delay_p99_s")
+BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
+INT_COLUMNS = (*INT_METRICS, "blocks_missing")
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
 PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
@@ -252,6 +256,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
         "iperf3": runparts.iperf3_part(info),
         "ss": runparts.ss_part(info),
         "nstat": runparts.nstat_part(info),
+        "blocks": runparts.blocks_part(info) if info.tool == "blocks" else runparts.Part(),
     }
     problems += [p for part in parts.values() for p in part.problems]
     doc = metrics_doc(info, parts, inputs)
@@ -290,6 +295,7 @@ def metrics_doc(
     row = id_row(info)
     row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS}
     row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
+    row |= {m: parts["blocks"].metrics.get(m) for m in BLOCK_METRICS}
     row["ss_acked_bps"] = ss_acked(ss_p.get("paths", {}))
     throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
     row |= path_columns(info, throughput, ss_p.get("paths", {}), cap.get("path_wire_bps"))
@@ -306,6 +312,7 @@ def metrics_doc(
         "ss_paths": ss_p.get("paths", {}),
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
         "bulk": parts["iperf3"].metrics.get("bulk"),
+        "blocks": parts["blocks"].metrics.get("blocks"),
         "nstat": nstat,
         **kernel_ofo(cap.get("receiver_ooo"), nstat.get(info.receiver, {})),
     }
@@ -387,7 +394,7 @@ def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
     columns = list(ID_COLUMNS + INT_ID_COLUMNS)
     columns += sorted({c for r in rows for c in r if c.startswith("param.")})
-    columns += list(FLOAT_METRICS + INT_METRICS)
+    columns += list(FLOAT_METRICS + INT_METRICS + BLOCK_METRICS)
     for metric in PATH_METRICS:
         columns += sorted({c for r in rows for c in r if c.startswith(f"{metric}.")})
     frame = pd.DataFrame({c: [r.get(c) for r in rows] for c in columns})
@@ -399,7 +406,7 @@ def _dtypes(frame: pd.DataFrame) -> dict[str, str]:
     for c in frame.columns:
         if c in ID_COLUMNS:
             out[c] = "string"
-        elif c in INT_ID_COLUMNS or c in INT_METRICS:
+        elif c in INT_ID_COLUMNS or c in INT_COLUMNS:
             out[c] = "Int64"
         elif c.startswith("param."):
             out[c] = _param_dtype(frame[c])

@@ -28,6 +28,11 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "rcvbuf_k_max_bytes": "lower",
     "srtt_ms": "lower",
     "cwnd_mean": "neutral",
+    "block_delay_p50_s": "lower",
+    "block_delay_p95_s": "lower",
+    "block_delay_p99_s": "lower",
+    "block_delay_max_s": "lower",
+    "blocks_missing": "lower",
     # Cross-checks of throughput_bps (another instrument, or the same bytes with headers):
     # judging them too would count one change twice.
     "ss_acked_bps": "neutral",

@@ -30,7 +30,7 @@ class RunInfo:
 
     @property
     def tool(self) -> str:
-        """iperf3 or bulk."""
+        """iperf3, bulk or blocks."""
         return str(_dict(self.record.get("traffic")).get("tool") or "iperf3")
 
     @property

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from collectors import iperf3, nstat, ss
 from collectors.runinfo import RunInfo
 from collectors.textparse import ParseError
+from mprig import traffic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,10 +44,13 @@ def read_text(bundle: Path, name: str, part: Part) -> str | None:
 
 def iperf3_part(info: RunInfo) -> Part:
     """`iperf3_bps` (receiver side) and the receiver's interval series; for a bulk
-    transfer, bulk.json as recorded (and no iperf3 figures)."""
+    transfer, bulk.json as recorded (and no iperf3 figures); nothing for blocks."""
     part = Part()
     if info.tool == "bulk":
         return bulk_part(info, part)
+    if info.tool == "blocks":
+        part.metrics["iperf3_bps"] = None
+        return part
     results: dict[str, iperf3.Iperf3Result | None] = {}
     for role in ("client", "server"):
         name = f"iperf3-{role}.json"
@@ -63,6 +67,64 @@ def iperf3_part(info: RunInfo) -> Part:
     if client is not None and client.start_unix is not None and len(client.intervals):
         part.series.append(_iperf3_series(client))
     return part
+
+
+BLOCK_QUANTILES = (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"), ("max", "max_ms"))
+
+
+def blocks_part(info: RunInfo) -> Part:
+    """Application-level block delay (seed 004 Fig. 7) from the receiver's per-block log:
+    `block_delay_<q>_s` and `blocks_missing` (against the sender's count), and every
+    block's delay as a series (source "blocks") for its distribution."""
+    part = Part()
+    text = read_text(info.bundle, traffic.BLOCKS_LOG, part)
+    sent = _blocks_sent(info, part)
+    if text is None:
+        return part
+    try:
+        d = traffic.parse_blocks(text, sent)
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except KeyError as e:
+        why = f"a line has no {e.args[0]!r}"
+        part.problems.append(f"{traffic.BLOCKS_LOG}: not the receiver's per-block log ({why})")
+        return part
+    except (ValueError, TypeError) as e:
+        part.problems.append(f"{traffic.BLOCKS_LOG}: not the receiver's per-block log ({e})")
+        return part
+    part.metrics |= {f"block_delay_{q}_s": getattr(d, f) / 1e3 for q, f in BLOCK_QUANTILES}
+    part.metrics["blocks_missing"] = d.missing if sent is not None else None
+    part.metrics["blocks"] = {"received": d.n, "sent": sent, "missing": d.missing}
+    part.series.append(_blocks_series(rows))
+    return part
+
+
+def _blocks_sent(info: RunInfo, part: Part) -> int | None:
+    """The sender's block count from blocks-sent.json, or None (and a problem)."""
+    text = read_text(info.bundle, traffic.BLOCKS_SENT, part)
+    if text is None:
+        return None
+    try:
+        return int(json.loads(text)["blocks"])
+    except (ValueError, KeyError, TypeError) as e:
+        part.problems.append(f"{traffic.BLOCKS_SENT}: not the sender's count ({e})")
+        return None
+
+
+def _blocks_series(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    recv = pd.Series([r["recv_ns"] for r in rows], dtype="int64")  # float64 would lose ns
+    delay = recv - pd.Series([r["sent_ns"] for r in rows], dtype="int64")
+    return pd.DataFrame(
+        {
+            "time": recv / 1e9,
+            "source": "blocks",
+            "metric": "block_delay_s",
+            "path": None,
+            "subflow": None,
+            "value": delay / 1e9,
+        }
+    )
 
 
 def bulk_part(info: RunInfo, part: Part) -> Part:

@@ -4,6 +4,7 @@ them and the runner executes them (both read this module, so they cannot drift).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from mprig import capture, impair, knobs, rbpm_run, traffic, wifi
 from mprig.errors import UsageError
@@ -78,6 +79,8 @@ def _traffic(
             t, server_addr, bind, f"{cdir}/iperf3-client.json", mptcp=mptcp, native_flag=flag
         )
         return ("server", server), ("client", client)
+    if t.tool == "blocks":
+        return _blocks(run, server_addr, bind, (sdir, cdir))
     if t.bytes is None:
         raise UsageError("traffic: tool bulk needs `bytes`")
     down, n = t.direction == "download", t.bytes
@@ -95,6 +98,25 @@ def _traffic(
         bind=bind,
     )
     return ("server", server), ("client", client)
+
+
+def _blocks(
+    run: Run, server_addr: str, bind: str, dirs: tuple[str, str]
+) -> tuple[Command, Command]:
+    """The block workload: the server listens, the client connects from the initial path;
+    the receiver (client for a download) logs every block, the sender counts them."""
+    t, down = run.traffic, run.traffic.direction == "download"
+    end = partial(
+        traffic.blocks_argv,
+        addr=server_addr,
+        block_bytes=t.block_bytes or 0,
+        interval_ms=t.interval_ms or 0.0,
+        duration_s=t.duration_s,
+        mptcp=run.variant.protocol == "mptcp",
+    )
+    server = end("listen", send=down, out=f"{dirs[0]}/{traffic.blocks_file(down)}")
+    client = end("connect", send=not down, out=f"{dirs[1]}/{traffic.blocks_file(not down)}")
+    return ("server", server), ("client", [*client, bind])
 
 
 def for_run(

@@ -119,10 +119,16 @@ def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
     """The parameters every run of one sweep point shares, as plain JSON values."""
     return {
         "paths": [p.model_dump(mode="json") for p in applied.paths],
-        "traffic": applied.traffic.model_dump(mode="json"),
+        "traffic": applied.traffic.model_dump(mode="json", exclude=_unused(applied.traffic)),
         "capture": applied.capture.model_dump(mode="json"),
         "point": point,
     }
+
+
+def _unused(traffic: Traffic) -> set[str]:
+    """The blocks tool's fields when another tool leaves them unset: left out of the hash,
+    so adding them kept every earlier run id."""
+    return {k for k in ("block_bytes", "interval_ms") if getattr(traffic, k) is None}
 
 
 def _run(

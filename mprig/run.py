@@ -54,6 +54,7 @@ FACTS_SCRIPT = (
     "tc -V 2>&1 | head -n1; ss -V 2>&1 | head -n1; "
     "iperf3 --help 2>&1 | grep -c -- --mptcp || true"
 )
+PORTS = {"iperf3": traffic.IPERF3_PORT, "bulk": traffic.BULK_PORT, "blocks": traffic.BLOCKS_PORT}
 FACT_KEYS = ("kernel", "iperf3", "tcpdump", "tc", "ss")
 # The client's 802.11 links (a lab's radios, or hwsim in the virtual rig): `iw dev X link`
 # per wireless interface, so a run records which AP it used, the signal and the bitrate.
@@ -254,7 +255,7 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
     if cmds.server is not None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
-        port = traffic.IPERF3_PORT if a.run.traffic.tool == "iperf3" else traffic.BULK_PORT
+        port = PORTS[a.run.traffic.tool]
         waits.append((host, wait_cmd('listening "$1"', str(port))))
     for host, cmd in waits:
         b.add(host, cmd)
@@ -325,9 +326,11 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     files.setdefault(commands.sender(a.run), []).append("ss.txt")
     if a.run.variant.path_manager == "rbpm":
         files.setdefault("client", []).append(rbpm_run.LOG)
-    tool = "iperf3" if a.run.traffic.tool == "iperf3" else "bulk"
+    tool = a.run.traffic.tool
     for host in ("client", "server"):
-        files.setdefault(host, []).append(f"{tool}-{host}.json")
+        sends = host == commands.sender(a.run)
+        name = traffic.blocks_file(sends) if tool == "blocks" else f"{tool}-{host}.json"
+        files.setdefault(host, []).append(name)
     return files
 
 
@@ -447,7 +450,28 @@ def summarise(a: Attempt) -> dict[str, Any]:
         except (OSError, ValueError) as e:
             raise RunFailed(f"client: {e}", transient=True) from None
         return {"throughput_bps": s.receiver_bps, "retransmits": s.retransmits}
+    if a.run.traffic.tool == "blocks":
+        return _blocks_summary(a)
     return _bulk_summary(a)
+
+
+def _blocks_summary(a: Attempt) -> dict[str, Any]:
+    """Block delays from the receiver's log; a block that never arrived fails the run (the
+    byte stream lost data), not retried."""
+    try:
+        sent = json.loads((a.staging / traffic.BLOCKS_SENT).read_text())["blocks"]
+        d = traffic.parse_blocks((a.staging / traffic.BLOCKS_LOG).read_text(), sent)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RunFailed(f"blocks: {e}", transient=True) from None
+    if d.missing:
+        raise RunFailed(f"blocks: {d.missing} of {sent} blocks never arrived", transient=False)
+    size = a.run.traffic.block_bytes or 0
+    return {
+        "throughput_bps": d.n * size * 8 / max(d.span_s, 1e-9),
+        "blocks": d.n,
+        "block_delay_p50_ms": d.p50_ms,
+        "block_delay_p99_ms": d.p99_ms,
+    }
 
 
 def _bulk_summary(a: Attempt) -> dict[str, Any]:

@@ -123,6 +123,9 @@ _DURATION = (
 )
 _OMIT = "an hour of warm-up"
 _BYTES = "1 TiB"
+_BLOCK = "16 bytes carry the block's number and send time; 1 MB is far past any application write"
+_INTERVAL = "a block a minute; 0 writes back to back"
+BLOCK_BYTES_DEFAULT = 8192  # seed 004 Fig. 7: 8 KB blocks
 _SNAPLEN = (
     "Linux cooked header 20 + IPv4 header up to 60 + TCP header with the full 40 bytes of"
     " options 60, so every MPTCP option (DSS) is captured"
@@ -257,18 +260,33 @@ class Variant(StrictModel):
 class Traffic(StrictModel):
     """What a run sends."""
 
-    tool: Literal["iperf3", "bulk"] = "iperf3"
+    tool: Literal["iperf3", "bulk", "blocks"] = "iperf3"
     direction: Literal["download", "upload"] = "download"  # download: server sends
-    # iperf3 -t; bulk: the transfer's deadline
+    # iperf3 -t; bulk: the transfer's deadline; blocks: how long the sender writes
     duration_s: float = Field(default=10, ge=1, le=86_400, description=_DURATION)
     omit_s: float = Field(default=0, ge=0, le=3_600, description=_OMIT)  # iperf3 -O
     # bulk: size, sha256 checked
     bytes: int | None = Field(default=None, gt=0, le=1 << 40, description=_BYTES)
+    # blocks: size of each block written (None for the other tools: 8192 for blocks)
+    block_bytes: int | None = Field(default=None, ge=16, le=1_000_000, description=_BLOCK)
+    # blocks: pause after each block, ms (None for the other tools: 0 for blocks)
+    interval_ms: float | None = Field(default=None, ge=0, le=60_000, description=_INTERVAL)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blocks_defaults(cls, data: Any) -> Any:
+        """The blocks tool's fields take their defaults only for blocks, so the other
+        tools' run ids (which hash every traffic field) stay what they were."""
+        if isinstance(data, dict) and data.get("tool") == "blocks":
+            data = {"block_bytes": BLOCK_BYTES_DEFAULT, "interval_ms": 0, **data}
+        return data
 
     @model_validator(mode="after")
     def _tool_fields(self) -> Traffic:
         if self.tool == "bulk" and self.bytes is None:
             raise SpecIssue(("bytes",), "tool bulk needs `bytes: <size>`")
+        if issues := self._blocks_issues():
+            raise SpecIssue.of(issues)
         if self.tool == "iperf3":
             issues = [
                 (
@@ -287,6 +305,24 @@ class Traffic(StrictModel):
             if issues:
                 raise SpecIssue.of(issues)
         return self
+
+    def _blocks_issues(self) -> list[tuple[Loc, str]]:
+        """Block fields only for tool blocks, and blocks without iperf3's or bulk's."""
+        fields = ("block_bytes", "interval_ms")
+        if self.tool != "blocks":
+            return [
+                ((k,), f"only tool blocks writes blocks (tool is {self.tool})")
+                for k in fields
+                if getattr(self, k) is not None
+            ]
+        issues: list[tuple[Loc, str]] = [
+            ((k,), "tool blocks needs a number here") for k in fields if getattr(self, k) is None
+        ]
+        if self.omit_s:
+            issues.append((("omit_s",), "is iperf3's warm-up; tool blocks has none"))
+        if self.bytes is not None:
+            issues.append((("bytes",), "is bulk's size; tool blocks writes for duration_s"))
+        return issues
 
 
 class Capture(StrictModel):

@@ -65,8 +65,9 @@ def iperf3_client_argv(
 
 def timeout_s(t: Traffic) -> float:
     """How long a traffic command may take before it counts as hung: its duration (a bulk
-    transfer's deadline; iperf3's test plus its omitted warm-up) and a margin."""
-    if t.tool == "bulk":
+    transfer's deadline; the blocks sender's writing time; iperf3's test plus its omitted
+    warm-up) and a margin."""
+    if t.tool in ("bulk", "blocks"):
         return t.duration_s + MARGIN_S
     return t.duration_s + t.omit_s + MARGIN_S
 
@@ -170,6 +171,15 @@ def check_bulk(sent: dict[str, Any], received: dict[str, Any], nbytes: int) -> s
 
 
 BLOCKS_PORT = 5203
+BLOCKS_LOG = "blocks.jsonl"  # the receiver's per-block log, kept in the bundle as is
+BLOCKS_SENT = "blocks-sent.json"  # the sender's count: {blocks, block_bytes}
+
+
+def blocks_file(sends: bool) -> str:
+    """What one end of the block workload writes: the sender its count, the receiver its
+    per-block log (both keep the name in the bundle)."""
+    return BLOCKS_SENT if sends else BLOCKS_LOG
+
 
 # The block workload (seed 004 Fig. 7: application-level delay of 8 KB blocks), run as
 # `python3 -c BLOCKS_SCRIPT ROLE ADDR PORT BLOCK_BYTES INTERVAL_MS DURATION_S MPTCP MODE OUT
@@ -233,7 +243,7 @@ def blocks_argv(
 ) -> list[str]:
     """One end of the block workload (`role` listen on the server, connect on the client)."""
     argv = ["python3", "-c", BLOCKS_SCRIPT, role, addr, str(BLOCKS_PORT), str(block_bytes)]
-    argv += [str(interval_ms), str(duration_s), "1" if mptcp else "0"]
+    argv += [f"{interval_ms:g}", f"{duration_s:g}", "1" if mptcp else "0"]
     argv += ["send" if send else "recv", out]
     return [*argv, bind] if bind else argv
 
@@ -243,11 +253,12 @@ class BlockDelays:
     """Application-level delay of the blocks a receiver logged (seed 004 Fig. 7)."""
 
     n: int  # blocks received
-    missing: int  # block numbers absent between 0 and the highest seen (0 on a good run)
+    missing: int  # block numbers absent below the highest seen or sent (0 on a good run)
     p50_ms: float  # median send-to-receive delay of a whole block
     p95_ms: float
     p99_ms: float
     max_ms: float
+    span_s: float  # first block's send to last block's arrival
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -255,8 +266,13 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def parse_blocks(text: str) -> BlockDelays:
-    """Summarise a receiver's blocks JSONL; ValueError when it holds no block."""
+def parse_blocks(text: str, sent: int | None = None) -> BlockDelays:
+    """Summarise a receiver's blocks JSONL; ValueError when it holds no block.
+
+    Args:
+        sent: the blocks the sender wrote, when known: blocks missing after the last one
+            received count too.
+    """
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     if not rows:
         raise ValueError("blocks: the receiver logged no block")
@@ -264,9 +280,10 @@ def parse_blocks(text: str) -> BlockDelays:
     seqs = {int(r["seq"]) for r in rows}
     return BlockDelays(
         n=len(rows),
-        missing=max(seqs) + 1 - len(seqs),
+        missing=max(max(seqs) + 1, sent or 0) - len(seqs),
         p50_ms=_quantile(delays, 0.50),
         p95_ms=_quantile(delays, 0.95),
         p99_ms=_quantile(delays, 0.99),
         max_ms=delays[-1],
+        span_s=(max(r["recv_ns"] for r in rows) - min(r["sent_ns"] for r in rows)) / 1e9,
     )

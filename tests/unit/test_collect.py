@@ -14,6 +14,7 @@ import pytest
 
 from collectors.analyze import analyze_pcap
 from collectors.collect import (
+    BLOCK_METRICS,
     SERIES_COLUMNS,
     CampaignOutcome,
     Options,
@@ -113,6 +114,7 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         **capture,
         "iperf3_bps": iperf3["end"]["sum_received"]["bits_per_second"],
         "ss_acked_bps": pytest.approx(sum(p["acked_bps"] for p in ss_paths.values())),
+        **dict.fromkeys(BLOCK_METRICS),  # null: an iperf3 run writes no blocks
     }  # fmt: skip
     for path in ("wifi", "cell"):
         expected[f"wire_bps.{path}"] = pytest.approx(wire[path])
@@ -184,7 +186,7 @@ def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
         "throughput_bps", "goodput_bps", "iperf3_bps", "ss_acked_bps", "ooo_ratio",
         "ooo_mean_bytes", "ooo_max_bytes", "ooo_max_packets", "ooo_arrivals",
         "retransmitted_packets", "duplicate_packets",
-        "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes",
+        "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes", *BLOCK_METRICS,
         *PATH_COLUMNS,
     ]  # fmt: skip
     assert list(runs["run_id"]) == ["corrupt", "damaged", "failed", "ok"]
