@@ -1,6 +1,8 @@
-"""Figures of a campaign (matplotlib, no display needed): rates against each sweep axis
-with 95 % bands, box plots per variant (seed 003 Figs. 3-6), goodput against throughput,
-and per-run time series of per-subflow cwnd and OOO queue occupancy (seed 000 Fig. 6).
+"""Figures of a campaign (matplotlib, no display needed): every paper metric and rate
+against each sweep axis with 95 % t error bars per variant (the seeds' layout), box plots
+per (variant, sweep point) (seed 003 Figs. 3-6), goodput against throughput, CDFs of
+per-run rates and of the OOO queue occupancy per time bin, and per-run time series of
+per-subflow cwnd and OOO queue occupancy (seed 000 Fig. 6) from the run's start.
 
 Each figure is written as PNG and SVG; the HTML report embeds the PNG."""
 
@@ -14,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from mprig import fsio
 from reports.results import Results, fmt_value, point_label, short_axis
 from reports.stats import summary_ci
-from reports.tables import RATE_METRICS, Display
+from reports.tables import PAPER_METRICS, RATE_METRICS, Display
+
+AXIS_METRICS = (*PAPER_METRICS, *RATE_METRICS)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MAX_TIMESERIES_RUNS = 6  # first repetition of each (variant, point), at most this many
+MAX_CDF_RUNS = 60  # runs whose OOO series feed the occupancy CDF (cost bound)
 # OOO queue occupancy per time bin as the collectors name it (capture source).
 OOO_SERIES = (("ooo_bytes_max", "OOO queue, max per bin (KB)", 1 / 1024),)
 
@@ -56,22 +61,46 @@ def _numeric(values: list[Any]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
-def _rate_vs_axis(ax: Axes, results: Results, axis: str, d: Display) -> None:
+def axis_series(
+    results: Results, axis: str, column: str
+) -> dict[str, list[tuple[Any, float, float, float, int]]]:
+    """Line label -> points (x, mean, low, high, n) of COLUMN against AXIS: one line per
+    variant (and per value of any other sweep axis), 95 % t interval, NaN below n = 3."""
     frame = results.complete
-    values = sorted(frame[axis].dropna().unique().tolist(), key=str)
+    others = [a for a in results.axes if a != axis]
+    lines: dict[str, list[tuple[Any, float, float, float, int]]] = {}
+    for key, group in frame.groupby(["variant", *others], dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        rest = ", ".join(
+            f"{short_axis(a)}={fmt_value(v)}" for a, v in zip(others, key[1:], strict=True)
+        )
+        points = []
+        for x, part in group.groupby(axis, sort=True):
+            ci = summary_ci(part[column])
+            if ci.n:
+                points.append((_plain(x), ci.mean, ci.low, ci.high, ci.n))
+        if points:
+            lines[f"{key[0]} ({rest})" if rest else str(key[0])] = points
+    return lines
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def _metric_vs_axis(ax: Axes, results: Results, axis: str, d: Display) -> None:
+    lines = axis_series(results, axis, d.column)
+    values = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (str(type(v)), v))
     numeric = _numeric(values)
-    if numeric:
-        values = sorted(values)
-    xs = values if numeric else list(range(len(values)))
-    for variant, group in frame.groupby("variant", sort=True):
-        cis = [summary_ci(group.loc[group[axis] == v, d.column]) for v in values]
-        mean = [c.mean * d.scale for c in cis]
-        ax.plot(xs, mean, marker="o", label=str(variant))
-        low = [(c.low if not math.isnan(c.low) else c.mean) * d.scale for c in cis]
-        high = [(c.high if not math.isnan(c.high) else c.mean) * d.scale for c in cis]
-        ax.fill_between(xs, low, high, alpha=0.2)
+    where = {v: (v if numeric else i) for i, v in enumerate(values)}
+    for label, pts in lines.items():
+        xs = [where[p[0]] for p in pts]
+        mean = [p[1] * d.scale for p in pts]
+        below = [0.0 if math.isnan(p[2]) else (p[1] - p[2]) * d.scale for p in pts]
+        above = [0.0 if math.isnan(p[3]) else (p[3] - p[1]) * d.scale for p in pts]
+        ax.errorbar(xs, mean, yerr=[below, above], marker="o", capsize=3, label=label)
     if not numeric:
-        ax.set_xticks(xs, [fmt_value(v) for v in values])
+        ax.set_xticks(list(where.values()), [fmt_value(v) for v in values])
     ax.set_xlabel(short_axis(axis))
     ax.set_ylabel(d.label)
     ax.grid(alpha=0.3)
@@ -79,18 +108,81 @@ def _rate_vs_axis(ax: Axes, results: Results, axis: str, d: Display) -> None:
 
 
 def axis_figures(results: Results, out: Path) -> list[Plot]:
-    """Throughput and goodput against each sweep axis, one line and 95 % band per variant."""
-    shown = [d for d in RATE_METRICS if d.column in results.runs.columns]
+    """Every paper metric and rate against each sweep axis, one line with 95 % t error bars
+    per variant (the seeds' figure layout); no bar below n = 3."""
+    shown = [d for d in AXIS_METRICS if d.column in results.runs.columns]
+    shown = [d for d in shown if results.complete[d.column].notna().any()]
     plots = []
     for i, axis in enumerate(results.axes):
         if not shown or results.complete[axis].dropna().empty:
             continue
-        fig = _new(ncols=len(shown))
-        for ax, d in zip(fig.axes, shown, strict=True):
-            _rate_vs_axis(ax, results, axis, d)
-        title = f"Throughput and goodput against {short_axis(axis)} (mean, 95 % CI)"
-        plots.append(_save(fig, out, f"rates_vs_axis{i}", title))
+        ncols = min(3, len(shown))
+        fig = _new(ncols=ncols, nrows=-(-len(shown) // ncols))
+        for ax in fig.axes[len(shown) :]:
+            ax.set_visible(False)
+        for ax, d in zip(fig.axes, shown, strict=False):
+            _metric_vs_axis(ax, results, axis, d)
+        title = (
+            f"{', '.join(d.label for d in shown)} against {short_axis(axis)} "
+            "(mean, 95 % t interval; no bar below n = 3)"
+        )
+        plots.append(_save(fig, out, f"metrics_vs_axis{i}", title))
     return plots
+
+
+def ecdf(values: Any) -> tuple[Any, Any]:
+    """Empirical CDF: sorted values without NaN, and the share at or below each."""
+    import numpy as np
+
+    x = np.sort(np.asarray(values, dtype=float))
+    x = x[~np.isnan(x)]
+    return x, np.arange(1, x.size + 1) / max(x.size, 1)
+
+
+def cdf_run_figure(results: Results, out: Path) -> Plot | None:
+    """CDF over runs of throughput and goodput, one line per variant (all sweep points)."""
+    shown = [d for d in RATE_METRICS if d.column in results.runs.columns]
+    frame = results.complete
+    if not shown or frame.empty:
+        return None
+    fig = _new(ncols=len(shown))
+    for ax, d in zip(fig.axes, shown, strict=True):
+        for variant, group in frame.groupby("variant", sort=True):
+            x, y = ecdf(group[d.column] * d.scale)
+            ax.step(x, y, where="post", label=str(variant))
+        ax.set_xlabel(f"{d.label}, per run")
+        ax.set_ylabel("share of runs")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return _save(fig, out, "cdf_per_run", "CDF of per-run rates per variant (every sweep point)")
+
+
+def cdf_ooo_figure(results: Results, out: Path) -> Plot | None:
+    """CDF of the OOO queue occupancy per time bin (capture), one line per variant."""
+    import numpy as np
+
+    frame = results.complete.sort_values(["variant", "run_id"], kind="stable")
+    samples: dict[str, list[Any]] = {}
+    for run in frame.head(MAX_CDF_RUNS).to_dict("records"):
+        path = results.root / str(run["run_id"]) / "timeseries.parquet"
+        if not path.is_file():
+            continue
+        ts = read_timeseries(path)
+        series = ts.get("ooo_bytes_max") or ts.get("ooo_bytes") or {}
+        for part in series.values():
+            samples.setdefault(str(run["variant"]), []).append(part["value"].to_numpy())
+    if not samples:
+        return None
+    fig = _new(size=(6.4, 4.0))
+    ax = fig.axes[0]
+    for variant, parts in sorted(samples.items()):
+        x, y = ecdf(np.concatenate(parts) / 1024)
+        ax.step(x, y, where="post", label=variant)
+    ax.set_xlabel("OOO queue occupancy per time bin (KB)")
+    ax.set_ylabel("share of bins")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _save(fig, out, "cdf_ooo_occupancy", "CDF of the OOO queue occupancy per time bin")
 
 
 def box_groups(results: Results, column: str) -> list[tuple[str, list[float]]]:
@@ -241,5 +333,6 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
 def all_figures(results: Results, out: Path) -> list[Plot]:
     """Every figure of a report, in report order."""
     plots = axis_figures(results, out)
-    plots += [p for p in (box_figure(results, out), scatter_figure(results, out)) if p]
+    more = (box_figure, scatter_figure, cdf_run_figure, cdf_ooo_figure)
+    plots += [p for p in (make(results, out) for make in more) if p]
     return plots + timeseries_figures(results, out)

@@ -181,8 +181,10 @@ def test_cli_writes_every_format_and_prints_the_html_path_last(
     figures = sorted(p.name for p in (partial / "report" / "figures").glob("*.png"))
     assert figures == [
         "box_per_variant_point.png",
+        "cdf_ooo_occupancy.png",
+        "cdf_per_run.png",
         "goodput_vs_throughput.png",
-        "rates_vs_axis0.png",
+        "metrics_vs_axis0.png",
         "timeseries_dsack-d10-r1.png",
         "timeseries_dsack-d50-r1.png",
         "timeseries_nopr-d10-r1.png",

@@ -1,0 +1,64 @@
+"""Issue 19 part 3 (figures): each metric against the sweep axis with error bars per
+variant, the way the seeds draw them, and CDFs of per-run and per-bin quantities."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import report_synth as rs
+
+from reports import figures, results
+
+AXIS = "param.paths.wifi.distance_m"
+
+
+def frame() -> results.Results:
+    rows = []
+    for variant, d, values in (
+        ("a", 10.0, (10e6, 11e6, 12e6)),
+        ("a", 50.0, (5e6, 5e6)),
+        ("b", 10.0, (20e6, 20e6, 20e6)),
+    ):
+        for rep, v in enumerate(values, start=1):
+            rows.append(
+                {
+                    "run_id": f"{variant}{d}-{rep}",
+                    "variant": variant,
+                    "status": "complete",
+                    "repetition": rep,
+                    AXIS: d,
+                    "throughput_bps": v,
+                    "ooo_ratio": 0.1,
+                }
+            )
+    return results.Results(Path("/r"), "f", {"name": "f"}, (), results._derive(pd.DataFrame(rows)))
+
+
+def test_axis_series_one_line_per_variant_with_t_bars_from_n3() -> None:
+    lines = figures.axis_series(frame(), AXIS, "throughput_bps")
+    assert sorted(lines) == ["a", "b"]
+    a = lines["a"]
+    assert [(x, m, n) for x, m, _, _, n in a] == [(10.0, 11e6, 3), (50.0, 5e6, 2)]
+    assert a[0][2] == pytest.approx(11e6 - 4.3027 * 1e6 / math.sqrt(3), rel=1e-4)
+    assert math.isnan(a[1][2]) and math.isnan(a[1][3])  # n = 2: no bar
+    assert [(x, m, lo, hi, n) for x, m, lo, hi, n in lines["b"]] == [(10.0, 20e6, 20e6, 20e6, 3)]
+
+
+def test_ecdf() -> None:
+    x, y = figures.ecdf([3.0, 1.0, math.nan, 2.0])
+    assert (x.tolist(), y.tolist()) == ([1.0, 2.0, 3.0], pytest.approx([1 / 3, 2 / 3, 1.0]))
+
+
+def test_report_draws_metrics_against_the_axis_and_cdfs(tmp_path: Path) -> None:
+    res = results.load(rs.write(tmp_path / "c", rs.Synth(repetitions=3)))
+    keys = [p.key for p in figures.all_figures(res, tmp_path / "figs")]
+    assert keys[:3] == ["metrics_vs_axis0", "box_per_variant_point", "goodput_vs_throughput"]
+    assert "cdf_per_run" in keys and "cdf_ooo_occupancy" in keys
+    titles = {p.key: p.title for p in figures.all_figures(res, tmp_path / "figs")}
+    assert titles["metrics_vs_axis0"] == (
+        "OOO-BO (KB), OOO-R (%), LU (%), Throughput (Mbit/s), Goodput (Mbit/s) against "
+        "wifi.distance_m (mean, 95 % t interval; no bar below n = 3)"
+    )
