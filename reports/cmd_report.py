@@ -10,6 +10,8 @@ examples:
   mprig report results/smoke                   HTML, Markdown, LaTeX, CSV in results/smoke/report/
   mprig report results/smoke --format html     only the self-contained HTML file
   mprig report results/000-t3 --format md,tex --out paper/
+Then one line per variant and sweep point: the report's headline cells (mean ± 95 % t
+half-width, [low, high] when clipped at 0, "n too small" below 3 repetitions) and n.
 The last line printed is the path of the HTML report (when html is among the formats).
 A partial campaign is reported with its missing runs listed; failed runs with their reasons.
 """
@@ -31,6 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reports import report, results
+    from reports.tables import terminal_summary
 
     formats = report.parse_formats(args.format)
     loaded = results.load(args.results)
@@ -40,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"report {loaded.name}: {counts[0]} complete, {counts[1]} failed, {counts[2]} missing runs"
     )
+    for line in terminal_summary(loaded):
+        print(line)
     for fmt in ("csv", "tex", "md", "html"):
         if fmt in written:
             print(written[fmt])

@@ -160,6 +160,30 @@ def _summary_cell(row: dict[str, Any], d: Display) -> str:
     return _cell(row["mean"], row["ci_low"], row["ci_high"], d, str(row["ci_method"]))
 
 
+# Columns of the summary table `mprig report` prints on the terminal, when present.
+TERMINAL = ("Throughput (Mbit/s)", "Goodput (Mbit/s)", "LU (%)", "OOO-R (%)")
+MAX_TERMINAL_ROWS = 20
+
+
+def terminal_summary(results: Results) -> list[str]:
+    """The summary table's headline cells, one line per (variant, sweep point), with the
+    same numbers and intervals as the report: `  mptcp @ wifi.distance_m=50: Throughput
+    (Mbit/s) 11.00 ± 2.48; ...; n 3`."""
+    display = summary_table(results).display
+    axes = [short_axis(a) for a in results.axes]
+    shown = [c for c in TERMINAL if c in display.columns]
+    lines = []
+    for row in display.to_dict("records"):
+        point = ", ".join(f"{a}={row[a]}" for a in axes)
+        cells = "; ".join(f"{c} {row[c]}" for c in shown)
+        text = f"  {row['variant']}{' @ ' + point if point else ''}: {cells}; n {row['n']}"
+        lines.append(text.replace(NBSP, " ").replace(THIN, " "))
+    if len(lines) > MAX_TERMINAL_ROWS:
+        more = len(lines) - MAX_TERMINAL_ROWS
+        lines = [*lines[:MAX_TERMINAL_ROWS], f"  ... and {more} more rows in the report"]
+    return lines
+
+
 def run_table(results: Results) -> Table:
     """One row per run: parameters, status and the headline metrics."""
     import pandas as pd

@@ -106,3 +106,18 @@ def test_box_plots_are_per_variant_and_sweep_point(tmp_path: Path) -> None:
     assert plot is not None and plot.title == (
         "Rates per variant and sweep point (box: quartiles, whiskers 1.5 IQR)"
     )
+
+
+def test_terminal_summary_prints_the_report_numbers_with_their_spread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mprig.cli import main
+
+    root = rs.write(tmp_path / "c", rs.Synth(repetitions=3, timeseries=False))
+    assert main(["report", str(root), "--format", "csv"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    table = tb.summary_table(results.load(root)).display
+    first = table.iloc[0]
+    cells = [f"{c} {first[c]}".replace(NBSP, " ").replace("\u202f", " ") for c in tb.TERMINAL]
+    assert out[1] == f"  dsack @ wifi.distance_m=10: {'; '.join(cells)}; n 3"
+    assert len(out) == 1 + 4 + 1  # counts, 2 variants x 2 points, the tables directory
