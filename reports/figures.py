@@ -27,8 +27,13 @@ if TYPE_CHECKING:
 
 MAX_TIMESERIES_RUNS = 6  # first repetition of each (variant, point), at most this many
 MAX_CDF_RUNS = 60  # runs whose OOO series feed the occupancy CDF (cost bound)
-# OOO queue occupancy per time bin as the collectors name it (capture source).
-OOO_SERIES = (("ooo_bytes_max", "OOO queue, max per bin (KB)", 1 / 1024),)
+# Time-series panels: (series as the collectors name it, label with its instrument, scale).
+PANELS = (
+    ("throughput_bps", "throughput per subflow, capture (Mbit/s)", 1e-6),
+    ("srtt_ms", "srtt, ss (ms)", 1.0),
+    ("cwnd", "cwnd, ss (packets)", 1.0),
+    ("ooo_bytes_max", "OOO queue, max per bin, capture (KB)", 1 / 1024),
+)
 
 
 @dataclass(frozen=True)
@@ -295,35 +300,64 @@ def time_limits(ts: dict[str, dict[str, pd.DataFrame]]) -> tuple[float, float]:
     return 0.0, max([e for e in ends if e == e] or [1.0])
 
 
+def traffic_window(record: dict[str, Any]) -> tuple[float, float] | None:
+    """Start and end of the traffic stage in seconds since the run's start, from run.json
+    `timings.stages` (in order: setup, traffic, ...); None when not recorded."""
+    stages = (record.get("timings") or {}).get("stages")
+    if not isinstance(stages, dict) or "traffic" not in stages:
+        return None
+    before = 0.0
+    for name, seconds in stages.items():
+        if not isinstance(seconds, int | float):
+            return None
+        if name == "traffic":
+            return before, before + float(seconds)
+        before += float(seconds)
+    return None
+
+
 def _plot_series(
-    ax: Axes, series: dict[str, pd.DataFrame], ylabel: str, scale: float, xlim: tuple[float, float]
+    ax: Axes,
+    series: dict[str, pd.DataFrame],
+    ylabel: str,
+    scale: float,
+    xlim: tuple[float, float],
+    traffic: tuple[float, float] | None = None,
 ) -> None:
     for path, part in series.items():
         ax.plot(part["t_s"], part["value"] * scale, label=path or "connection", linewidth=1)
-    ax.set_xlim(*xlim)
+    if traffic is not None:
+        ax.axvspan(*traffic, color="grey", alpha=0.1, label="traffic")
+    ax.set_xlim(xlim[0], max(xlim[1], traffic[1] if traffic else 0.0))
     ax.set_xlabel("time since the run's start (s)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    if len(series) > 1:
+    if len(series) > 1 or traffic is not None:
         ax.legend(fontsize="small")
 
 
+def timeseries_panels(ts: dict[str, dict[str, pd.DataFrame]]) -> list[tuple[str, str, float]]:
+    """The PANELS a run's time series can fill, in PANELS order."""
+    return [p for p in PANELS if p[0] in ts]
+
+
 def timeseries_figures(results: Results, out: Path) -> list[Plot]:
-    """Per-subflow cwnd and OOO queue occupancy over time, one figure per shown run."""
+    """Per-subflow throughput (capture), srtt and cwnd (ss) and the OOO queue occupancy
+    (capture) over time from the run's start, one figure per shown run."""
     plots = []
     for run in _timeseries_runs(results):
         ts = read_timeseries(results.root / str(run["run_id"]) / "timeseries.parquet")
-        panels = [
-            (s, label, scale)
-            for s, label, scale in (("cwnd", "cwnd (packets)", 1.0), *OOO_SERIES)
-            if s in ts
-        ]
+        panels = timeseries_panels(ts)
         if not panels:
             continue
-        fig = _new(ncols=len(panels))
+        ncols = min(2, len(panels))
+        fig = _new(ncols=ncols, nrows=-(-len(panels) // ncols))
+        for ax in fig.axes[len(panels) :]:
+            ax.set_visible(False)
         xlim = time_limits(ts)
-        for ax, (s, label, scale) in zip(fig.axes, panels, strict=True):
-            _plot_series(ax, ts[s], label, scale, xlim)
+        traffic = traffic_window(results.bundles.get(str(run["run_id"]), {}))
+        for ax, (s, label, scale) in zip(fig.axes, panels, strict=False):
+            _plot_series(ax, ts[s], label, scale, xlim, traffic)
         point = {a: run[a] for a in results.axes}
         title = f"{run['run_id']}: {run['variant']}, {point_label(point)}"
         plots.append(_save(fig, out, f"timeseries_{run['run_id']}", title))

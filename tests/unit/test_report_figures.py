@@ -62,3 +62,28 @@ def test_report_draws_metrics_against_the_axis_and_cdfs(tmp_path: Path) -> None:
         "OOO-BO (KB), OOO-R (%), LU (%), Throughput (Mbit/s), Goodput (Mbit/s) against "
         "wifi.distance_m (mean, 95 % t interval; no bar below n = 3)"
     )
+
+
+def test_time_series_panels_per_subflow_throughput_rtt_cwnd_and_ooo() -> None:
+    one = pd.DataFrame({"t_s": [0.0], "value": [1.0]})
+    ts = {
+        "throughput_bps": {"": one, "wifi": one},
+        "srtt_ms": {"wifi": one},
+        "cwnd": {"wifi": one},
+        "ooo_bytes_max": {"": one},
+        "pacing_rate_bps": {"wifi": one},
+    }
+    assert [p[1] for p in figures.timeseries_panels(ts)] == [
+        "throughput per subflow, capture (Mbit/s)",
+        "srtt, ss (ms)",
+        "cwnd, ss (packets)",
+        "OOO queue, max per bin, capture (KB)",
+    ]
+    assert figures.timeseries_panels({"cwnd": {"wifi": one}})[0][0] == "cwnd"
+
+
+def test_the_traffic_window_is_marked_from_run_json_stages() -> None:
+    timings = {"started": 100.0, "stages": {"setup": 6.649, "traffic": 6.544, "stop": 1.458}}
+    assert figures.traffic_window({"timings": timings}) == (6.649, pytest.approx(13.193))
+    assert figures.traffic_window({"timings": {"started": 1.0}}) is None
+    assert figures.traffic_window({}) is None
