@@ -10,15 +10,18 @@ from pathlib import Path
 from mprig.argtypes import bounded_float
 
 TOLERANCE = bounded_float(0.0, 10.0, "relative: 0.05 is 5%")
+EFFECT = bounded_float(0.0, 1.0, "relative: 0.15 is a 15% change")
 
 FORMATS = ("md", "json", "html")
 EPILOG = """\
 examples:
   mprig compare results/nightly-2026-11-20/nightly results/nightly-2026-11-21/nightly
   mprig compare base/ cur/ --tolerance 0.10 --format json --out /tmp/cmp
-Per metric and (variant, sweep point): ratio of medians current/baseline with a seeded
-bootstrap 95 % interval (2000 resamples) and a Mann-Whitney U p-value. A regression is a
-ratio whose whole interval lies beyond the tolerance in the metric's bad direction.
+Per metric and (variant, sweep point): the effect, ratio of medians current/baseline with a
+seeded bootstrap 95 % interval (2000 resamples); q, a one-sided Welch test of a change
+beyond the tolerance in the metric's bad direction, Benjamini-Hochberg adjusted over all
+judged rows (regression at q <= 0.05); a Mann-Whitney U p-value for reference. The notes
+say how many repetitions a change of --effect needs to be found with 90 % power.
 Exit status: 0 no regression, 1 regression, 2 error (different campaigns, missing metrics
 or runs: the message says which).
 """
@@ -37,6 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("current", type=Path, metavar="CURRENT", help="results/<campaign> to judge")
     p.add_argument("--tolerance", type=TOLERANCE, default=0.05, help="relative tolerance (0.05)")
+    p.add_argument(
+        "--effect", type=EFFECT, default=0.15, help="change to size repetitions for (0.15)"
+    )
     p.add_argument("--format", default="md,json,html", help="comma list of md,json,html")
     p.add_argument("--out", type=Path, default=None, help="output directory (CURRENT/compare/)")
     p.set_defaults(func=run)
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     formats = parse_formats(args.format, FORMATS)
     comparison = compare.compare(
-        results.load(args.baseline), results.load(args.current), args.tolerance
+        results.load(args.baseline), results.load(args.current), args.tolerance, args.effect
     )
     for path in write(comparison, args.out or args.current / "compare", formats):
         print(path)

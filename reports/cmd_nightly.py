@@ -19,8 +19,9 @@ Runs and collects the campaign into RESULTS/<date>/<campaign>/, writes its repor
 it with BASELINE (the first night becomes the baseline), appends one row per metric,
 variant and sweep point to HISTORY/history.parquet, redraws HISTORY/trend.png, deletes all
 but the KEEP newest nights, and prints ONE line:
-  nightly 2026-11-21: REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] p=0.0004
-  nightly 2026-11-21: OK (14 metrics, 0 regressions)
+  nightly 2026-11-21: REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] q=0.0004
+  nightly 2026-11-21: OK (14 metrics, 0 regressions; changes -3.1 to +2.9 %,
+      median 95 % CI ±4.2 %; FDR 5 % over 52 rows)        (one line)
 Exit status: 0 ok (or baseline set), 1 regression, 2 error.
 """
 

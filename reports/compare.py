@@ -21,12 +21,20 @@ import numpy as np
 from mprig.errors import UsageError
 from reports import directions as dirs
 from reports.results import Results, point_label
-from reports.stats import beyond_tolerance_p, bh_adjust, bootstrap_ratio, mann_whitney_p
+from reports.stats import (
+    beyond_tolerance_p,
+    bh_adjust,
+    bootstrap_ratio,
+    mann_whitney_p,
+    needed_repetitions,
+)
 
 # Keys that do not change the experiment: prose, and which paper numbers it is held to.
 IGNORED_SPEC_KEYS = ("description", "references")
 MIN_RUNS = 2  # complete runs per side and group; a median of one run has no interval
 FDR = 0.05  # false-discovery rate over a comparison's judged rows (Benjamini-Hochberg)
+EFFECT = 0.15  # the change a nightly must catch (--effect): sizes the repetitions note
+POWER_METRICS = ("throughput_bps", "goodput_bps")  # metrics the repetitions note sizes
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,9 @@ class Comparison:
         }
 
 
-def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Comparison:
+def compare(
+    baseline: Results, current: Results, tolerance: float = 0.05, effect: float = EFFECT
+) -> Comparison:
     """Compare CURRENT against BASELINE; raises UsageError when they cannot be compared."""
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance must be in [0, 1), got {tolerance}")
@@ -117,6 +127,9 @@ def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Com
                 _row(metric, str(key[0]), point, b[metric], c[metric], direction, tolerance)
             )
     rows = control_fdr(rows)
+    needed = repetitions_note(groups, rows, effect, tolerance)
+    if needed:
+        notes.append(needed)
     unjudged = sorted({r.metric for r in rows if r.verdict == "info"})
     if unjudged:
         notes.append(f"no direction declared, not judged: {', '.join(unjudged)}")
@@ -129,6 +142,36 @@ def compare(baseline: Results, current: Results, tolerance: float = 0.05) -> Com
         str(baseline.root), str(current.root), current.name, tolerance, tuple(rows),
         tuple(notes + [f"{c}; excluded from the numbers" for c in corrupt]), tuple(corrupt),
     )  # fmt: skip
+
+
+def repetitions_note(
+    groups: list[tuple[Any, ...]], rows: list[Row], effect: float, tolerance: float
+) -> str:
+    """How many repetitions per side POWER_METRICS need for a change of EFFECT to be found
+    with 90 % power among this comparison's judged rows, from the baseline's spread."""
+    judged = sum(1 for r in rows if r.verdict != "info" and not math.isnan(r.ratio))
+    parts = []
+    for metric in POWER_METRICS:
+        cvs = [_cv(b[metric]) for _, _, b, _ in groups if metric in b.columns]
+        cvs = [v for v in cvs if not math.isnan(v)]
+        if not cvs:
+            continue
+        cv = float(np.median(cvs))
+        n = needed_repetitions(cv, effect, tolerance, rows=judged)
+        parts.append(f"{metric} {n or 'more than 1000'} (spread {cv * 100:.1f} %)")
+    if not parts:
+        return ""
+    have = min(len(b) for _, _, b, _ in groups) if groups else 0
+    return (
+        f"to catch a {effect * 100:g} % change with 90 % power at this comparison's FDR, per "
+        f"side: {', '.join(parts)}; the baseline has {have}"
+    )
+
+
+def _cv(values: Any) -> float:
+    kept = values.dropna().astype(float)
+    mean = float(kept.mean()) if len(kept) >= 2 else math.nan
+    return float(kept.std(ddof=1)) / mean if mean and not math.isnan(mean) else math.nan
 
 
 def control_fdr(rows: list[Row], fdr: float = FDR) -> list[Row]:
@@ -225,7 +268,9 @@ def common_metrics(baseline: Results, current: Results) -> tuple[list[str], list
         if absent:
             raise UsageError(
                 f"{role} {res.root} is missing metrics {', '.join(absent)}; "
-                "collect both result sets with the same mprig version"
+                "collect both result sets with the same mprig version (a nightly baseline "
+                "kept by an earlier mprig cannot be collected again: delete it, the next "
+                "night sets it)"
             )
     notes = []
     empty = sorted(set(baseline.metrics) - have_b)

@@ -157,3 +157,33 @@ def bh_adjust(pvalues: list[float]) -> list[float]:
     out[order] = np.minimum(np.minimum.accumulate(ranked[::-1])[::-1], 1.0)
     result: list[float] = out.tolist()
     return result
+
+
+def needed_repetitions(
+    cv: float,
+    effect: float,
+    tolerance: float,
+    *,
+    rows: int = 1,
+    fdr: float = 0.05,
+    power: float = 0.9,
+    most: int = 1000,
+) -> int | None:
+    """Repetitions per side for `beyond_tolerance_p` to find a change of EFFECT (fraction)
+    with POWER when its row is one of ROWS held at FDR (the worst case, a single true
+    change: its threshold is fdr / rows), given a relative spread CV per repetition. Welch
+    t quantiles with 2 (n - 1) degrees of freedom; None when EFFECT is within TOLERANCE
+    (never a regression) or more than MOST would be needed."""
+    from scipy import stats
+
+    if effect <= tolerance or cv < 0:
+        return None
+    alpha = fdr / max(rows, 1)
+    k = 1 - tolerance
+    spread = cv * math.sqrt((1 - effect) ** 2 + k**2)
+    for n in range(2, most + 1):
+        df = 2 * (n - 1)
+        reach = float(stats.t.ppf(1 - alpha, df) + stats.t.ppf(power, df))
+        if reach * spread / math.sqrt(n) <= effect - tolerance:
+            return n
+    return None

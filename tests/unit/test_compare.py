@@ -119,7 +119,8 @@ def test_missing_metric_is_named(tmp_path: Path) -> None:
         compare.compare(results.load(a), results.load(b))
     assert str(e.value) == (
         f"current {b} is missing metrics goodput_bps, ooo_ratio; "
-        "collect both result sets with the same mprig version"
+        "collect both result sets with the same mprig version (a nightly baseline kept by "
+        "an earlier mprig cannot be collected again: delete it, the next night sets it)"
     )
 
 

@@ -111,3 +111,23 @@ def test_summary_line_shows_the_spread(tmp_path: Path) -> None:
         f"FDR 5 % over {len(judged)} rows)"
     )
     assert all(0 <= r.q_value <= 1 for r in judged)
+
+
+def test_needed_repetitions_follow_the_spread_and_the_number_of_rows() -> None:
+    from reports.stats import needed_repetitions
+
+    # 15 % drop, 5 % tolerance, 5 % spread, 35 rows at FDR 5 %, 90 % power
+    assert needed_repetitions(0.05, 0.15, 0.05, rows=35) == 10
+    assert needed_repetitions(0.10, 0.15, 0.05, rows=35) == 32
+    assert needed_repetitions(0.05, 0.15, 0.05, rows=1) == 5
+    assert needed_repetitions(0.05, 0.04, 0.05, rows=35) is None  # inside the tolerance
+
+
+def test_compare_notes_the_repetitions_a_change_needs(tmp_path: Path) -> None:
+    base = results.load(rs.write(tmp_path / "b", rs.Synth(repetitions=3, timeseries=False)))
+    cur = results.load(rs.write(tmp_path / "c", rs.Synth(repetitions=3, timeseries=False, noise=2)))
+    c = compare.compare(base, cur, effect=0.15)
+    note = next(n for n in c.notes if n.startswith("to catch a 15 % change"))
+    assert note.startswith(
+        "to catch a 15 % change with 90 % power at this comparison's FDR, per side: throughput_bps "
+    )
