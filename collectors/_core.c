@@ -378,6 +378,7 @@ typedef struct {
     uint64_t packets, bytes, retrans_pkts, retrans_bytes;
     uint64_t ooo_pkts, dup_pkts, dup_bytes, reinj_bytes, unmapped_bytes, mapped_bytes;
     uint64_t ip_bytes; /* IP length (headers + payload) of those packets: wire bytes less L2 */
+    buf_t tcp_pkts;    /* pkt_t of each data segment while outside any MPTCP connection */
     int64_t first_ts, last_ts;
     int fin, rst;
     uint64_t batch; /* counts releases: segments released together may share one skb */
@@ -1474,11 +1475,13 @@ static void on_payload(state_t *st, tcpinfo_t *ti, subflow_t *s, int dir, int64_
     }
     if (e > h->max_end)
         h->max_end = e;
+    pkt_t p = {t, ti->paylen, (uint16_t)s->idx, (uint16_t)retrans};
     if (s->conn >= 0) {
         dir_t *d = &st->c[s->conn].d[conn_side_of(s, dir)];
-        pkt_t p = {t, ti->paylen, (uint16_t)s->idx, (uint16_t)retrans};
         if (buf_push(&d->pkts, &p, sizeof p))
             st->oom = 1;
+    } else if (buf_push(&h->tcp_pkts, &p, sizeof p)) {
+        st->oom = 1;
     }
     subflow_data(st, s, dir, t, sq, e);
 }
@@ -2178,12 +2181,14 @@ static int tcp_flow_list(PyObject *out, const state_t *st)
         for (int dir = 0; dir < 2; dir++) {
             if (!s->h[dir].packets)
                 continue;
+            const buf_t *b = &s->h[dir].tcp_pkts;
             PyObject *o = PyDict_New();
             if (!o || half_dict(o, s, dir) || PyList_Append(out, o)) {
                 Py_XDECREF(o);
                 return -1;
             }
             Py_DECREF(o);
+            SET(o, "data_packets", PyBytes_FromStringAndSize((const char *)b->p, (Py_ssize_t)b->n));
         }
     }
     return 0;
@@ -2226,6 +2231,7 @@ static void free_state(state_t *st)
     for (size_t i = 0; i < st->nsf; i++)
         for (int d = 0; d < 2; d++) {
             free(st->sf[i].h[d].pend.r);
+            free(st->sf[i].h[d].tcp_pkts.p);
         }
     for (size_t i = 0; i < st->nc; i++) {
         free(st->c[i].sfs);

@@ -8,6 +8,7 @@ metrics of every MPTCP connection per data direction (the receiver's view).
 
 from __future__ import annotations
 
+import builtins
 import math
 import os
 from dataclasses import dataclass, field
@@ -314,10 +315,20 @@ class TcpFlow:
     retransmitted_bytes: int  # their payload bytes
     first_ns: int  # first data segment
     last_ns: int  # last data segment
+    data_packets: builtins.bytes = field(default=b"", repr=False)  # PACKET_DTYPE records
 
     @classmethod
     def from_raw(cls, raw: dict[str, Any]) -> TcpFlow:
-        return cls(**{k: raw[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+    @property
+    def packets_array(self) -> npt.NDArray[np.void]:
+        """Data segments (PACKET_DTYPE), in capture order."""
+        return np.frombuffer(self.data_packets, dtype=PACKET_DTYPE)
+
+    def counters(self) -> dict[str, Any]:
+        """The flow's counters, JSON-ready (without the packet records)."""
+        return {k: v for k, v in self.__dict__.items() if k != "data_packets"}
 
     @property
     def name(self) -> str:

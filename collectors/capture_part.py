@@ -47,7 +47,7 @@ def capture_part(info: RunInfo, k_block: int, bin_s: float) -> Part:
     part.metrics["partial"] = analysis.partial
     if not info.mptcp:
         part.metrics["warnings"] = [w for w in part.metrics["warnings"] if "no MPTCP" not in w]
-        _fill_tcp(part, analysis.tcp_flows, info, name)
+        _fill_tcp(part, analysis.tcp_flows, info, name, bin_s)
         return part
     part.metrics["receiver_ooo"] = receiver_ooo(analysis.connections, info)
     conn = data_connection(analysis.connections, info)
@@ -122,7 +122,7 @@ def path_wire(flows: list[dict[str, Any]], duration_s: float) -> dict[str, float
 TCP_DATA_SHARE = 0.1  # a TCP flow with less than this share of the largest is control traffic
 
 
-def _fill_tcp(part: Part, flows: list[TcpFlow], info: RunInfo, name: str) -> None:
+def _fill_tcp(part: Part, flows: list[TcpFlow], info: RunInfo, name: str, bin_s: float) -> None:
     """Plain TCP: the data flows towards the receiver (iperf3's control connection left
     out), counted as an MPTCP subflow is: payload over first to last data segment."""
     clients = info.client_addrs()
@@ -135,7 +135,7 @@ def _fill_tcp(part: Part, flows: list[TcpFlow], info: RunInfo, name: str) -> Non
     duration = (max(f.last_ns for f in data) - min(f.first_ns for f in data)) / 1e9
     total = sum(f.bytes for f in data)
     retrans = sum(f.retransmitted_bytes for f in data)
-    rows = [{**f.__dict__, "name": f.name, "path": clients.get(f.src) or clients.get(f.dst),
+    rows = [{**f.counters(), "name": f.name, "path": clients.get(f.src) or clients.get(f.dst),
              "throughput_bps": metrics.rate_bps(f.bytes, duration)} for f in data]  # fmt: skip
     summary = {
         "protocol": "tcp",
@@ -151,6 +151,39 @@ def _fill_tcp(part: Part, flows: list[TcpFlow], info: RunInfo, name: str) -> Non
     part.metrics["subflows"] = rows
     part.metrics["path_throughput_bps"] = path_throughput(rows)
     part.metrics["path_wire_bps"] = path_wire(rows, duration)
+    part.series.append(tcp_series(data, [r["path"] for r in rows], bin_s))
+
+
+def tcp_series(flows: list[TcpFlow], paths: list[str | None], bin_s: float) -> pd.DataFrame:
+    """Capture throughput of a plain TCP run per bin, as long rows: the total (no path) and
+    per flow (its path and name), bins from the first data segment, widened as an MPTCP
+    connection's are (collectors.analyze.MAX_BINS)."""
+    import numpy as np
+    import pandas as pd
+
+    from collectors.analyze import MAX_BINS
+
+    t0 = min(f.first_ns for f in flows)
+    span = (max(f.last_ns for f in flows) - t0) / 1e9
+    width = max(bin_s, span / MAX_BINS)
+    n = metrics.nbins_for(0.0, span, width)
+    arrays = [f.packets_array for f in flows]
+    times = [(a["t_ns"] - t0) / 1e9 for a in arrays]
+    start = np.arange(n) * width + t0 / 1e9
+    lengths = np.concatenate([a["len"] for a in arrays])
+    total = metrics.binned_rate_bps(np.concatenate(times), lengths, 0.0, width, n)
+    pieces = [_rows(start, None, None, total)]
+    for f, path, t, a in zip(flows, paths, times, arrays, strict=True):
+        rate = metrics.binned_rate_bps(t, a["len"], 0.0, width, n)
+        pieces.append(_rows(start, path, f.name, rate))
+    return pd.concat(pieces, ignore_index=True)
+
+
+def _rows(time: Any, path: str | None, subflow: str | None, value: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({"time": time, "source": "capture", "metric": "throughput_bps",
+                         "path": path, "subflow": subflow, "value": value})  # fmt: skip
 
 
 def subflow_paths(conn: ConnectionAnalysis, client_addrs: dict[str, str]) -> dict[int, str]:

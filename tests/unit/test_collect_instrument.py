@@ -76,3 +76,19 @@ def test_mptcp_rows_carry_ooo_arrivals_wire_bytes_and_the_ss_cross_check(tmp_pat
     columns = list(runs_frame([row]).columns)
     assert columns.index("ooo_arrivals") == columns.index("ooo_max_bytes") + 2
     assert "ss_acked_bps" in columns and "wire_bps.wifi" in columns
+
+
+def test_plain_tcp_has_a_capture_throughput_series_like_mptcp(tmp_path: Path) -> None:
+    import pandas as pd
+
+    run = tcp_run(tmp_path / "fx")
+    collect_campaign(tmp_path / "fx", Options(bin_s=0.1))
+    ts = pd.read_parquet(run / "timeseries.parquet")
+    cap = ts[(ts["source"] == "capture") & (ts["metric"] == "throughput_bps")]
+    total = cap[cap["path"].isna()]
+    wifi = cap[cap["path"] == "wifi"]
+    # 101 segments of 1448 B over 0.6008 s in 0.1 s bins: 7 bins, the last with the
+    # retransmission; every byte once in the total and once on the wifi path
+    assert (len(total), len(wifi)) == (7, 7)
+    assert total["value"].sum() * 0.1 / 8 == pytest.approx(SEGMENTS * SEG)
+    assert wifi["value"].tolist() == total["value"].tolist()
