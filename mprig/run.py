@@ -285,10 +285,11 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def stop_stage(a: Attempt, cmds: commands.RunCommands) -> dict[str, int]:
+def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     """Stop the background commands (TERM: tcpdump writes its summary), take the after
-    snapshots, remove the qdiscs, pack each host's files; returns tcpdump's kernel drops
-    per host. (Remote files go at the next run's setup or the campaign's end.)"""
+    snapshots, remove the qdiscs, pack each host's files (tcpdump's log with them: its
+    exit summary says what the kernel dropped). Remote files go at the next run's setup or
+    the campaign's end."""
     b = Batch()
     for host, pids in a.background.items():
         b.add(host, Cmd(batch.stop_argv(list(pids.values())), timeout=15))
@@ -299,21 +300,24 @@ def stop_stage(a: Attempt, cmds: commands.RunCommands) -> dict[str, int]:
         b.add(router, Cmd(impair.snapshot_argv()))
     for host, argv in cmds.teardown:
         b.add(host, Cmd(argv, check=False))
-    files = remote_files(a)
-    for host, names in files.items():
-        b.add(host, Cmd(["cat", f"{a.remote(host)}/tcpdump.log"], check=False))
+    for host, names in remote_files(a).items():
         b.add(host, Cmd(["tar", "-C", a.remote(host), "-cf", f"{a.remote(host)}.tar", *names]))
     a.stage("stop", b)
     for host in ("client", "server"):
         a.save(f"nstat-{host}-after.txt", a.output(host, capture.nstat_argv()))
     for router in a.routers:
         a.save(f"tc-{router}-after.txt", a.output(router, impair.snapshot_argv()))
-    drops = {}
-    for host in files:
-        with contextlib.suppress(ValueError):
-            log = a.output(host, ["cat", f"{a.remote(host)}/tcpdump.log"])
-            if log:
-                drops[host] = capture.parse_tcpdump_exit(log).kernel_drops
+
+
+def capture_drops(a: Attempt) -> dict[str, int]:
+    """Per capturing host, the packets tcpdump's exit summary (its fetched log) says the
+    kernel dropped; a host without a clean summary is left out."""
+    drops: dict[str, int] = {}
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        with contextlib.suppress(OSError, ValueError):
+            log = (a.staging / bundle_name(host, "tcpdump.log")).read_text(errors="replace")
+            drops[host] = capture.parse_tcpdump_exit(log).kernel_drops
     return drops
 
 
@@ -322,7 +326,7 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     files: dict[str, list[str]] = {}
     cap = a.run.capture
     for host in cap.hosts if cap.enabled else ():
-        files.setdefault(host, []).append(f"{host}.pcap")
+        files.setdefault(host, []).extend([f"{host}.pcap", "tcpdump.log"])
     files.setdefault(commands.sender(a.run), []).append("ss.txt")
     if a.run.variant.path_manager == "rbpm":
         files.setdefault("client", []).append(rbpm_run.LOG)
@@ -359,8 +363,9 @@ def fetch_stage(a: Attempt) -> None:
 
 def bundle_name(host: str, remote_name: str) -> str:
     """The artifact name in the bundle of a file in host's remote directory."""
-    if remote_name == "ss.txt":
-        return f"ss-{host}.txt"
+    if remote_name in ("ss.txt", "tcpdump.log"):
+        stem, ext = remote_name.split(".")
+        return f"{stem}-{host}.{ext}"
     if remote_name.startswith("bulk-"):
         return f".{remote_name}"  # merged into bulk.json, then removed
     return remote_name
@@ -405,8 +410,9 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     before = cpu()
     out.traffic_s = traffic_stage(a, cmds)
     out.rig_cpu = rig_cpu(a, before, cpu())
-    out.drops = stop_stage(a, cmds)
+    stop_stage(a, cmds)
     fetch_stage(a)
+    out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
 
