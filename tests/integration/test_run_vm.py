@@ -96,6 +96,7 @@ def check_bundles(results: Path, plan: list[dict[str, object]]) -> None:
             "nstat-client-after.txt", "nstat-client-before.txt", "nstat-server-after.txt",
             "nstat-server-before.txt", "server.pcap", "ss-server.txt", "tc-ap-after.txt",
             "tc-ap-before.txt", "tc-cell-after.txt", "tc-cell-before.txt",
+            "tcpdump-client.log", "tcpdump-server.log",
         ]  # fmt: skip
         assert (d / "client.pcap").stat().st_size > 100_000
         assert (d / "server.pcap").stat().st_size > 100_000
