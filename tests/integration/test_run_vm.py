@@ -91,6 +91,7 @@ def check_bundles(results: Path, plan: list[dict[str, object]]) -> None:
         assert bundle.verify(d) == bundle.Verdict(True, "complete", "complete")
         record = bundle.read_record(d)
         assert (record["status"], record["rig_mode"]) == ("complete", "virtual-vm")
+        assert 0 < record["rig_cpu"]["rig_busy"] <= 1  # the guest's CPU during the traffic
         assert sorted(record["artifacts"]) == [
             "client.pcap", "iperf3-client.json", "iperf3-server.json",
             "nstat-client-after.txt", "nstat-client-before.txt", "nstat-server-after.txt",
