@@ -264,8 +264,8 @@ def _link_check(run: dict[str, Any], path: str) -> LinkCheck | None:
             str(run["run_id"]),
             path,
             "flagged",
-            f"{head} on a {_mbit(rate)} Mbit/s path, no wire count: not from the "
-            "capture (the sender's ss window); not comparable with the rate",
+            f"{head} on a {_mbit(rate)} Mbit/s path, no wire count (throughput "
+            "not from the capture, or collected by an older mprig): not checked against the rate",
         )
     if lu <= 1 and wire <= rate:
         return None

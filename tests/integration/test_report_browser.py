@@ -21,9 +21,11 @@ TABLES = (
     "failed",
     "warnings",
     "summary",
+    "instruments",
     "paper",
     "pivot_throughput_bps",
     "runs",
+    "glossary",
     "environment",
 )
 
@@ -70,7 +72,7 @@ def test_dom_has_the_tables_and_no_broken_image(html: Path, tmp_path: Path) -> N
     dom = chromium(tmp_path, "--dump-dom", html.as_uri())
     assert re.search(r'<body[^>]*data-images-broken="0"', dom), "the load script did not run"
     states = re.findall(r'<img [^>]*data-loaded="(\w+)"', dom)
-    assert states == ["yes"] * 7  # 1 axis + box + scatter + 4 time series
+    assert states == ["yes"] * 9  # 1 axis + box + scatter + 2 CDFs + 4 time series
     present = [t for t in TABLES if f'id="table-{t}"' in dom]
     assert present == list(TABLES)
     assert "nopr-d50-r5" in dom and "iperf3 on client: connection refused" in dom
@@ -82,7 +84,7 @@ def test_a_broken_figure_is_detected(html: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     broken.write_text(page[:first] + "AAAA" + page[first + 64 :])
     dom = chromium(tmp_path, "--dump-dom", broken.as_uri())
-    assert re.findall(r'<img [^>]*data-loaded="(\w+)"', dom) == ["broken"] + ["yes"] * 6
+    assert re.findall(r'<img [^>]*data-loaded="(\w+)"', dom) == ["broken"] + ["yes"] * 8
     assert re.search(r'<body[^>]*data-images-broken="1"', dom)
 
 
