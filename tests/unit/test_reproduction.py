@@ -98,3 +98,12 @@ def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) ->
     assert row + " | virtual, unrecorded, 6.12.0-synthetic |" in docs.read_text()
     assert "| 001 | – |" in docs.read_text() and "stale" not in docs.read_text()
     assert reproduce.update_docs(docs, written.parent) is False
+
+
+@pytest.mark.parametrize("seed", list(reproduce.PAPERS))
+def test_a_seeds_report_has_a_section_for_every_campaign_file(seed: str, tmp_path: Path) -> None:
+    """A campaign added to experiments/papers/ but not to the seed's plan would never run."""
+    report = reproduce.reproduce(seed, "quick", tmp_path / "results", tmp_path, run=False)
+    sections = [line[3:] for line in report.read_text().splitlines() if line.startswith("## ")]
+    files = sorted(p.stem for p in reproduce.PAPERS_DIR.glob(f"{seed}-*-quick.yaml"))
+    assert sorted(s for s in sections if s.endswith("-quick")) == files
