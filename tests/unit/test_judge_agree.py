@@ -82,18 +82,20 @@ KEYS = [
     "limit_pkts", "protocol", "path", "cc", "scheduler", "path_manager", "recovery",
     "sysctls", "rmem", "wmem", "tool", "direction", "duration_s", "omit_s", "bytes",
     "enabled", "hosts", "snaplen", "mode", "axes", "start", "stop", "step", "inventory",
+    "block_bytes", "interval_ms",
 ]  # fmt: skip
 AXES = [
     "paths.wifi.rate_mbit", "paths.wifi.distance_m", "paths.cell.down.delay_ms",
     "paths.wifi.wifi_standard", "variants.cc", "variants.recovery", "variants.m.rmem",
     "variants.sysctls.net.ipv4.tcp_frto", "variants.sysctls.vm.swappiness",
     "traffic.duration_s", "traffic.omit_s", "traffic.tool", "traffic.bytes", "paths.x.y",
+    "traffic.block_bytes", "traffic.interval_ms",
 ]  # fmt: skip
 WORDS = [
     "wifi", "cell", "cellular", "wired", "11b", "11g", "mptcp", "tcp", "reno", "lia",
     "fully_coupled", "prr", "tcpdoor", "nopr", "dsack", "linux", "magic", "bulk", "iperf3",
-    "upload", "download", "zip", "cartesian", "shuffle", "kernel", "rbpm", "net.ipv4.tcp_sack",
-    "net.ipv4.tcp_congestion_control", "client", "server", "virtual", "",
+    "blocks", "upload", "download", "zip", "cartesian", "shuffle", "kernel", "rbpm",
+    "net.ipv4.tcp_sack", "net.ipv4.tcp_congestion_control", "client", "server", "virtual", "",
 ]  # fmt: skip
 
 numbers = st.one_of(
@@ -145,7 +147,7 @@ PLAUSIBLE: dict[str, Any] = {
         st.one_of(st.sampled_from([0, 1, "1 2 3"]), texts),
         max_size=2,
     ),
-    "tool": st.sampled_from(["iperf3", "bulk"]),
+    "tool": st.sampled_from(["iperf3", "bulk", "blocks"]),
     "direction": st.sampled_from(["download", "upload"]),
     "hosts": st.lists(st.sampled_from(["client", "server"]), max_size=3),
     "mode": st.sampled_from(["zip", "cartesian", "auto", "vm"]),
@@ -160,7 +162,8 @@ def plausible(key: Any) -> Any:
 
 
 AXIS_WORDS = {"wifi_standard": ["11b", "11g"], "cc": ["reno", "lia", "prr", "fully_coupled"],
-              "recovery": ["nopr", "dsack", "prr", "x"], "tool": ["iperf3", "bulk"]}  # fmt: skip
+              "recovery": ["nopr", "dsack", "prr", "x"],
+              "tool": ["iperf3", "bulk", "blocks"]}  # fmt: skip
 
 
 @st.composite
@@ -185,6 +188,8 @@ def sweeps(draw: st.DrawFn) -> dict[str, Any]:
 def specs(draw: st.DrawFn) -> dict[str, Any]:
     """A valid campaign, then random edits anywhere in its tree (set, add, delete)."""
     doc: Any = base()
+    if draw(st.integers(0, 3)) == 0:  # edits seldom add a key, so start from blocks at times
+        doc["traffic"] = {"tool": "blocks", "block_bytes": 8192, "interval_ms": 0, "duration_s": 5}
     if draw(st.integers(0, 2)) == 0:
         doc["sweep"] = draw(sweeps())
     for _ in range(draw(st.integers(0, 3))):
