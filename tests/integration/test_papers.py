@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mprig import vm
 from reports import reproduce
@@ -24,6 +25,22 @@ pytestmark = [pytest.mark.vm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 RIG = "h8papers"
 CAMPAIGNS = ("000-table1-quick", "004-fig4-quick")
+# The variants the assertions below read (all of them where a campaign is not listed): the
+# NS-3 column's D-SACK pair of Table I would add 18 runs, about 6 minutes of emulation,
+# and exercise nothing new.
+VARIANTS = {"000-table1-quick": ("mptcp", "tcp_best")}
+
+
+def campaign_file(name: str, out: Path) -> Path:
+    """The quick profile's file, or a copy of it trimmed to VARIANTS[name]."""
+    path = ROOT / "experiments" / "papers" / f"{name}.yaml"
+    if name not in VARIANTS:
+        return path
+    doc = yaml.safe_load(path.read_text())
+    doc["variants"] = [v for v in doc["variants"] if v["name"] in VARIANTS[name]]
+    trimmed = out / f"{name}.yaml"
+    trimmed.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return trimmed
 
 
 def _mprig(*args: str) -> list[str]:
@@ -37,7 +54,7 @@ def results() -> Iterator[dict[str, Results]]:
     try:
         with vm.VmSession(rwdirs=[out]) as session:
             for name in CAMPAIGNS:
-                argv = _mprig("run", str(ROOT / "experiments" / "papers" / f"{name}.yaml"))
+                argv = _mprig("run", str(campaign_file(name, out)))
                 argv += ["--no-vm", "--quiet", "--rig", RIG, "--results", str(out)]
                 done = session.run(argv, timeout=1200)
                 assert done.returncode in (0, 1), done.stderr[-2000:]
@@ -62,7 +79,7 @@ def _throughput(r: Results, axis: str) -> dict[tuple[str, float], float]:
 
 def test_every_run_completed(results: dict[str, Results]) -> None:
     counts = {n: (len(r.complete), len(r.runs)) for n, r in results.items()}
-    assert counts == {"000-table1-quick": (36, 36), "004-fig4-quick": (12, 12)}
+    assert counts == {"000-table1-quick": (18, 18), "004-fig4-quick": (12, 12)}
 
 
 def test_table1_gain_is_60_pct_at_0_ms_and_falls_with_the_delay_difference(
