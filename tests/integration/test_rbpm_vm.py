@@ -85,7 +85,9 @@ def test_rbpm_stops_the_slow_path_early_and_keeps_it_stopped(results: Path) -> N
     first = stops[0]["decision"]
     slow = p4_addr(record)
     [key] = [f["key"] for f in first["subflows"] if f["addr"] == slow]
-    assert (first["targets"], first["endpoints"]) == ([key], {key: 4})
+    # p4 goes first; with the sender's RTTs (queueing included) Algorithm 1 may go on to a
+    # second subflow in the same step while the rest still need more than is free
+    assert (first["targets"][0], first["endpoints"][key]) == (key, 4)
     # the logged inputs give the logged requirement (Eq. 3), above the free buffer
     flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
              for f in first["subflows"]]  # fmt: skip

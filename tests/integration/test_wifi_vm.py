@@ -17,7 +17,9 @@ from vmcampaign import campaign_in_vm
 
 from collectors.analyze import analyze_pcap
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+# About 20 minutes under software emulation (site.yml converging inside the VM): long work,
+# run by `make test-long`, not by `make test` (CI's budget).
+pytestmark = [pytest.mark.vm, pytest.mark.slow, pytest.mark.long]
 
 CAMPAIGN = """\
 name: wifi
