@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,7 @@ def run_campaign(
 ) -> tuple[float, list[dict[str, object]]]:
     """`mprig run` in `mode` ("--vm" or "--no-vm"); wall seconds and every run.json."""
     results = OUT / f"results{mode.replace('-', '_')}"
+    shutil.rmtree(results, ignore_errors=True)  # bundles of earlier plans would be counted
     argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), mode, "--force", "--quiet"]
     argv += ["--results", str(results), "--rig", "benchov"]
     env = {**os.environ, STANDIN_ENV: "1"} if tbf_for_netem else None
