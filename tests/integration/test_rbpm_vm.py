@@ -25,7 +25,11 @@ from vmcampaign import campaign_in_vm
 
 from mprig import rbpm
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+# In `make test-long` until its case-A claims are measured again: since RBPM reads the
+# sender's RTTs (queueing included) it may stop a second subflow or re-enable p4 for a
+# while, and on 2026-11-25 the final CI run failed the p4-idle claim once (it passed alone
+# an hour earlier). The controller's own logic stays in make test (test_rbpm.py, native).
+pytestmark = [pytest.mark.vm, pytest.mark.slow, pytest.mark.long]
 
 CAMPAIGN = """\
 name: rbpm
