@@ -47,9 +47,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         try:
             yield tmp
-            _fsync_file(tmp)
+            fsync_path(tmp)
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            fsync_path(path.parent)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
@@ -89,9 +89,6 @@ def fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-_fsync_file = _fsync_dir = fsync_path
 
 
 # -- locks ------------------------------------------------------------------------------

@@ -383,8 +383,7 @@ def _attempt(
     how: str,
 ) -> int:
     """One boot: vng on pipes of its own, watched by vmboot (readiness, heartbeats)."""
-    for stale in (share / vmboot.HEARTBEAT_FILE,):
-        stale.unlink(missing_ok=True)
+    (share / vmboot.HEARTBEAT_FILE).unlink(missing_ok=True)  # left by a failed KVM boot
     log_path = console or share / "console.log"
     with contextlib.ExitStack() as stack:
         log = stack.enter_context(open(log_path, "ab"))

@@ -81,16 +81,11 @@ class Console:
                 self._route(line, sink, is_out)
 
     def _route(self, line: bytes, sink: TextIO, is_out: bool) -> None:
-        if self.to_log_only:
+        if self.to_log_only or not self.ready.is_set():
             self.log.write(line)
             self.log.flush()
             if not self.ready.is_set():
                 self.tail.append(line.decode(errors="replace").rstrip())
-            return
-        if not self.ready.is_set():
-            self.log.write(line)
-            self.log.flush()
-            self.tail.append(line.decode(errors="replace").rstrip())
             return
         _write(sink, line)
 
