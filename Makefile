@@ -14,7 +14,7 @@ APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-s
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
-.PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-docs \
+.PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
 	ns3-oracle
 all: help
 
@@ -84,6 +84,13 @@ SEED ?=
 reproduce: setup
 	@test -n "$(SEED)" || { echo "usage: make reproduce SEED=000 (000..004)"; exit 2; }
 	$(BIN)/mprig reproduce $(SEED) --profile full --run
+	$(BIN)/mprig reproduce --docs docs/papers.md
+
+# Every paper's core profile: the cells of its headline claims at n = 5 (about 2 h on 2 cores
+# without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).
+# Writes reports/reproductions/<seed>/ for all five seeds and docs/papers.md's numbers.
+papers-core: setup
+	for seed in 000 001 002 003 004; do $(BIN)/mprig reproduce $$seed --profile core --run || exit 1; done
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
 papers-docs: venv

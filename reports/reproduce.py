@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS_DIR = ROOT / "experiments" / "papers"
-REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed full-profile reproductions
-PROFILES = ("quick", "full")
+REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed core/full reproductions
+# quick: CI-sized checks of the machinery (n = 3). core: the cells of each paper's headline
+# claims at n = 5, sized for a 2-core host without KVM (about 2 h for all five papers).
+# full: the papers' run lengths and repetitions over every cell (days without KVM).
+PROFILES = ("quick", "core", "full")
+COMMITTED = ("core", "full")  # profiles whose reproductions go to reports/reproductions
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,8 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
     lines = [f"## {name}", ""]
     if o.results is None:
         cmd = f"mprig reproduce {plan.seed} --profile {o.profile} --run"
+        if not campaign_file(o.stem, o.profile).is_file():
+            return [*lines, f"Not part of the {o.profile} profile: {o.missing}.", ""]
         return [*lines, f"No results: {o.missing}. Run `{cmd}`.", ""]
     r = o.results
     lines += [f"{len(r.complete)} of {len(r.runs)} runs complete ({r.root}).", ""]
@@ -480,6 +486,9 @@ def load_outcome(stem: str, profile: str, results_root: Path) -> CampaignOutcome
     from reports.results import load
 
     root = results_root / f"{stem}-{profile}"
+    if not campaign_file(stem, profile).is_file():
+        why = f"no {campaign_file(stem, profile).name}; `--profile full` runs it"
+        return CampaignOutcome(stem, profile, None, [], why)
     if not (root / "campaign.json").is_file():
         return CampaignOutcome(stem, profile, None, [], f"{root} does not exist")
     try:
@@ -510,6 +519,8 @@ def _mprig(*args: str) -> int:
 def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
     """`mprig run` then `mprig collect` each campaign of the paper; bad input stops."""
     for stem in plan.campaigns:
+        if not campaign_file(stem, profile).is_file():
+            continue  # not part of this profile (the report says so)
         status = _mprig("run", str(campaign_file(stem, profile)), "--results", str(results_root))
         if status == 2:
             raise UsageError(f"mprig run {campaign_file(stem, profile)} rejected its input")
@@ -622,8 +633,8 @@ def write_reproduction(
 
 
 def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
-    """Optionally run a paper's campaigns, then write OUT/<seed>/ (full profile) or
-    OUT/<seed>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
+    """Optionally run a paper's campaigns, then write OUT/<seed>/ (core and full profiles)
+    or OUT/<seed>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
     if seed not in PAPERS:
         raise UsageError(f"seed {seed!r}: no such paper (papers: {', '.join(PAPERS)})")
     plan = PAPERS[seed]
@@ -631,7 +642,7 @@ def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool)
         run_campaigns(plan, profile, results_root)
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
     cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
-    name = seed if profile == "full" else f"{seed}-{profile}"
+    name = seed if profile in COMMITTED else f"{seed}-{profile}"
     return write_reproduction(plan, outcomes, cc, out / name)
 
 
@@ -688,9 +699,13 @@ examples:
   mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
                                          results/reproduce/000-quick/ (report.md, metrics,
                                          environment.json, verdicts.json)
+  mprig reproduce 000 --profile core --run
+                                         the cells of the paper's headline claims, five
+                                         repetitions (about 45 min without KVM); writes
+                                         reports/reproductions/000/ (committed)
   mprig reproduce 004 --profile full --run
-                                         the paper's run lengths and repetitions (hours);
-                                         writes reports/reproductions/004/ (committed)
+                                         the paper's run lengths and repetitions over every
+                                         cell (hours to days); reports/reproductions/004/
   mprig reproduce 000 003                report from results already collected
   mprig reproduce --list                 the papers and their campaign files
 """
@@ -707,12 +722,15 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 001 002 003 004")
-    p.add_argument("--profile", choices=PROFILES, default="quick", help="default: quick")
+    p.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2 h "
+                   "for all papers without KVM); full: every cell at the papers' run lengths "
+                   "(days without KVM). Default: quick")  # fmt: skip
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="where SEED/ goes (default: reports/reproductions for the full "
-                   "profile, RESULTS/reproduce for quick)")  # fmt: skip
+                   help="where SEED/ goes (default: reports/reproductions for the core and "
+                   "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
     p.add_argument("--list", action="store_true", help="list the papers and campaigns")
     p.add_argument("--docs", type=Path, default=None, metavar="FILE",
                    help="rewrite FILE's numbers section from reports/reproductions "
@@ -728,10 +746,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.list or not args.seeds:
         for seed, plan in PAPERS.items():
-            files = " ".join(campaign_file(s, args.profile).name for s in plan.campaigns)
+            files = " ".join(
+                f.name for s in plan.campaigns if (f := campaign_file(s, args.profile)).is_file()
+            ) or f"(no {args.profile} campaigns)"
             print(f"{seed}  {plan.title}\n     {files}")
         return 0 if args.list else 2
-    default = REPRODUCTIONS if args.profile == "full" else args.results / "reproduce"
+    default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
     out = args.out or default
     for seed in args.seeds:
         print(reproduce(seed, args.profile, args.results, out, args.run))

@@ -1,5 +1,6 @@
-"""The paper campaigns (experiments/papers): they load, pair up as quick/full profiles, use
-presets that exist, and every Wi-Fi path with a distance maps to a netem rate and loss."""
+"""The paper campaigns (experiments/papers): they load, pair up as quick/full profiles (and a
+core profile for the headline cells), use presets that exist, and every Wi-Fi path with a
+distance maps to a netem rate and loss."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from mprig import bpfcc, presets, wifi
 from mprig.plan import expand, run_count
-from mprig.spec import Campaign, load_campaign
+from mprig.spec import Campaign, axis_values, load_campaign
 
 PAPERS = Path(__file__).resolve().parents[2] / "experiments" / "papers"
 FILES = sorted(PAPERS.glob("*.yaml"))
@@ -21,6 +22,9 @@ def _load(name: str) -> Campaign:
 
 
 NO_REFERENCES = ("004-fig6b", "004-fig7")
+# The core profile: the cells of each paper's headline claims, n = 5 (make papers-core)
+CORE = ("000-scenario1", "000-table1", "001-cwa", "002-case-a", "002-case-b", "003-scenario1",
+        "004-fig4")  # fmt: skip
 
 
 def test_every_campaign_of_the_issue_exists_in_both_profiles() -> None:
@@ -41,7 +45,26 @@ def test_every_campaign_of_the_issue_exists_in_both_profiles() -> None:
         "004-fig6c",
         "004-fig7",
     ]
-    assert [f.name for f in FILES] == [f"{s}-{p}.yaml" for s in STEMS for p in ("full", "quick")]
+    profiles = {s: ("core", "full", "quick") if s in CORE else ("full", "quick") for s in STEMS}
+    assert [f.name for f in FILES] == [f"{s}-{p}.yaml" for s in STEMS for p in profiles[s]]
+
+
+@pytest.mark.parametrize("stem", CORE)
+def test_core_is_a_subset_of_full_at_five_repetitions(stem: str) -> None:
+    """Every run of a core campaign is a run of the full campaign, shorter: same paths
+    (the swept axis restricted), variants picked from full's, same references, n = 5."""
+    core, full = _load(f"{stem}-core.yaml"), _load(f"{stem}-full.yaml")
+    assert core.name == f"{stem}-core"
+    assert [p.name for p in core.paths] == [p.name for p in full.paths]
+    full_variants = {v.name: v for v in full.variants}
+    assert all(full_variants[v.name] == v for v in core.variants)
+    assert core.references == full.references
+    assert (core.sweep is None) == (full.sweep is None)
+    for axis, values in core.sweep.axes.items() if core.sweep and full.sweep else ():
+        assert set(axis_values(values)) <= set(axis_values(full.sweep.axes[axis])), axis
+    assert core.repetitions == 5 and core.traffic.duration_s <= full.traffic.duration_s
+    traffic = {c.name: run_count(c) * c.traffic.duration_s for c in (core, full)}
+    assert traffic[core.name] < traffic[full.name] / 2
 
 
 @pytest.mark.parametrize("stem", STEMS)

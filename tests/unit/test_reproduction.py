@@ -107,3 +107,25 @@ def test_a_seeds_report_has_a_section_for_every_campaign_file(seed: str, tmp_pat
     sections = [line[3:] for line in report.read_text().splitlines() if line.startswith("## ")]
     files = sorted(p.stem for p in reproduce.PAPERS_DIR.glob(f"{seed}-*-quick.yaml"))
     assert sorted(s for s in sections if s.endswith("-quick")) == files
+
+
+def test_core_profile_reports_its_campaigns_and_names_the_ones_it_leaves_out(
+    tmp_path: Path,
+) -> None:
+    """`--profile core` is committed like full (reports/reproductions/SEED/) and says which
+    of the paper's campaigns only the full profile runs, instead of 'no results'."""
+    results = tmp_path / "results"
+    ps.write(results / "003-scenario1-core", "003-scenario1-core")
+    report = reproduce.reproduce("003", "core", results, tmp_path / "out", run=False)
+    assert report == tmp_path / "out" / "003" / "report.md"
+    text = report.read_text()
+    assert "30 of 30 runs complete" in text
+    for stem in ("003-scenario2", "003-scenario3", "003-scenario4"):
+        section = text.split(f"## {stem}-core")[1].split("\n## ")[0]
+        assert f"Not part of the core profile: no {stem}-core.yaml" in section
+        assert "No results" not in section
+    v = json.loads((tmp_path / "out" / "003" / "verdicts.json").read_text())
+    assert v["profile"] == "core" and list(v["campaigns"]) == [
+        f"{s}-core" for s in reproduce.PAPERS["003"].campaigns
+    ]
+    assert sum(v["campaigns"]["003-scenario1-core"].values()) > 0
