@@ -746,10 +746,9 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.list or not args.seeds:
         for seed, plan in PAPERS.items():
-            files = " ".join(
-                f.name for s in plan.campaigns if (f := campaign_file(s, args.profile)).is_file()
-            ) or f"(no {args.profile} campaigns)"
-            print(f"{seed}  {plan.title}\n     {files}")
+            files = [campaign_file(s, args.profile) for s in plan.campaigns]
+            names = " ".join(f.name for f in files if f.is_file())
+            print(f"{seed}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
         return 0 if args.list else 2
     default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
     out = args.out or default
