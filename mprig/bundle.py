@@ -141,12 +141,16 @@ class Decision:
     reason: str  # why: complete, missing, force, failed: ..., sha256 ...
 
 
-def decide(results: Path, run_id: str, *, force: bool) -> Decision:
-    """Skip a run whose bundle verifies; redo missing, partial, failed, corrupt ones."""
+def decide(results: Path, run_id: str, *, force: bool, redo_rig_limited: bool = False) -> Decision:
+    """Skip a run whose bundle verifies; redo missing, partial, failed, corrupt ones, and
+    with redo_rig_limited complete runs whose rig was saturated (run.json `rig_cpu`)."""
     if force:
         return Decision("run", "force")
     verdict = verify(results / run_id)
     if verdict.ok:
+        cpu = read_record(results / run_id).get("rig_cpu")
+        if redo_rig_limited and isinstance(cpu, dict) and cpu.get("rig_limited"):
+            return Decision("run", f"rig-limited: {cpu.get('cause') or 'no cause recorded'}")
         return Decision("skip", "complete")
     if verdict.status == "missing" and partial_dir(results, run_id).exists():
         return Decision("run", "partial")

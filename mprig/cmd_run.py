@@ -21,6 +21,8 @@ examples:
   mprig run experiments/smoke.yaml            run it again: verified runs are skipped,
                                               failed, interrupted and partial ones redone
   mprig run experiments/smoke.yaml --force    rerun every run
+  mprig run experiments/smoke.yaml --redo-rig-limited
+      rerun only the complete runs flagged rig_limited (the host's CPU was saturated)
   mprig run experiments/nightly.yaml --results /srv/results --log-json 2> events.log
   mprig run experiments/smoke.yaml --no-vm --rig lab1
 exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
@@ -54,6 +56,12 @@ def register(subparsers: Any) -> None:
         help="results root; the campaign writes DIR/<campaign name>/ (default: results)",
     )
     p.add_argument("--force", action="store_true", help="rerun runs that are already complete")
+    p.add_argument(
+        "--redo-rig-limited",
+        action="store_true",
+        help="rerun complete runs marked rig-limited (the rig's CPU, not MPTCP, set their "
+        "pace: `mprig status` and the report name them), keeping every other run",
+    )
     p.add_argument(
         "--vm",
         dest="vm",
@@ -169,7 +177,12 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
 
     argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
     argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
-    flags = (("--force", args.force), ("--quiet", args.quiet), ("--log-json", args.log_json))
+    flags = (
+        ("--force", args.force),
+        ("--redo-rig-limited", args.redo_rig_limited),
+        ("--quiet", args.quiet),
+        ("--log-json", args.log_json),
+    )
     argv += [flag for flag, on in flags if on]
     got: list[int] = []
 
@@ -213,7 +226,13 @@ def _run_native(
             with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
                 lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
                 outcome = runner.run_campaign(
-                    campaign, runs, rig, results, reporter, force=args.force
+                    campaign,
+                    runs,
+                    rig,
+                    results,
+                    reporter,
+                    force=args.force,
+                    redo_rig_limited=args.redo_rig_limited,
                 )
         else:
             with (
@@ -223,7 +242,13 @@ def _run_native(
                 rig = _virtual_up(args.rig, campaign, reporter.message)
                 try:
                     outcome = runner.run_campaign(
-                        campaign, runs, rig, results, reporter, force=args.force
+                        campaign,
+                        runs,
+                        rig,
+                        results,
+                        reporter,
+                        force=args.force,
+                        redo_rig_limited=args.redo_rig_limited,
                     )
                 finally:
                     with runner.signals_held() as late:

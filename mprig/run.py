@@ -851,9 +851,14 @@ def run_campaign(
     reporter: Reporter,
     *,
     force: bool = False,
+    redo_rig_limited: bool = False,
 ) -> CampaignResult:
-    """Run every planned run that has no verified bundle yet (all with force)."""
-    decisions = {r.run_id: bundle.decide(results, r.run_id, force=force) for r in runs}
+    """Run every planned run that has no verified bundle yet (all with force; with
+    redo_rig_limited also the complete runs whose rig was saturated)."""
+    decisions = {
+        r.run_id: bundle.decide(results, r.run_id, force=force, redo_rig_limited=redo_rig_limited)
+        for r in runs
+    }
     todo = [r for r in runs if decisions[r.run_id].action == "run"]
     for name in bundle.clean_leftovers(results):
         reporter.message(f"removed {name} left by an earlier crash")

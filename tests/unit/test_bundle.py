@@ -105,3 +105,19 @@ def test_unfinished_statuses_are_redone(tmp_path: Path, status: str) -> None:
     assert bundle.decide(tmp_path, "r1", force=False) == bundle.Decision(
         "run", f"{status}: SIGTERM"
     )
+
+
+def test_rig_limited_runs_are_redone_only_when_asked(tmp_path: Path) -> None:
+    """A complete run whose rig was saturated (run.json rig_cpu.rig_limited) is kept on a
+    plain resume and redone with redo_rig_limited; a healthy run is kept either way."""
+    stage(tmp_path, "busy", {"client.pcap": b"hello"})
+    limited = {"rig_limited": True, "cause": "other work took 35% of the host's CPUs"}
+    bundle.commit(tmp_path, "busy", {"status": "complete", "rig_cpu": limited})
+    stage(tmp_path, "calm", {"client.pcap": b"hello"})
+    bundle.commit(tmp_path, "calm", {"status": "complete", "rig_cpu": {"rig_limited": False}})
+    keep = bundle.Decision("skip", "complete")
+    assert bundle.decide(tmp_path, "busy", force=False) == keep
+    assert bundle.decide(tmp_path, "busy", force=False, redo_rig_limited=True) == bundle.Decision(
+        "run", "rig-limited: other work took 35% of the host's CPUs"
+    )
+    assert bundle.decide(tmp_path, "calm", force=False, redo_rig_limited=True) == keep
