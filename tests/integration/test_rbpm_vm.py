@@ -15,6 +15,7 @@ where the runs were steadier.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,7 +128,7 @@ def _growth(samples: list[dict[str, int]]) -> dict[str, int]:
     starts a new bytes_acked counter: a value below the previous one counts from zero (the
     last-minus-first difference went negative on such a run)."""
     grown: dict[str, int] = {}
-    for before, after in zip(samples, samples[1:], strict=False):
+    for before, after in itertools.pairwise(samples):
         for addr, value in after.items():
             step = value - before.get(addr, 0)
             grown[addr] = grown.get(addr, 0) + (value if step < 0 else step)
