@@ -444,9 +444,14 @@ class CampaignOutcome:
 
 def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...] | None) -> str:
     """The reproduction report of one paper, as Markdown."""
+    from reports import orderings
+
     lines = [f"# Reproduction of seed {plan.seed}: {plan.title}", ""]
     for o in outcomes:
         lines += _campaign_section(plan, o)
+    lines += orderings.lines(
+        orderings.judge_all(plan.seed, [c for o in outcomes for c in o.checks])
+    )
     lines += ["## Setup differences", "", *[f"- {d}" for d in plan.differences], ""]
     lines += ["### Congestion control on this rig", "", *cc_lines(cc), ""]
     if plan.wifi:
@@ -529,11 +534,14 @@ def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
 
 def verdict_summary(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
     """Verdict counts, in all and per campaign, and one record per reference checked."""
+    from reports import orderings
     from reports.report import verdict_counts
 
     checks = [c for o in outcomes for c in o.checks]
+    seed = outcomes[0].stem[:3] if outcomes else ""
     return {
         "counts": verdict_counts(checks),
+        "orderings": orderings.as_json(orderings.judge_all(seed, checks)),
         "campaigns": {f"{o.stem}-{o.profile}": verdict_counts(o.checks) for o in outcomes},
         "checks": [
             {

@@ -1,0 +1,184 @@
+"""Orderings the papers show: several reference rows whose values the paper puts in an order
+(Table I's gain falling with the delay difference, Table III's solutions at 70 m), judged
+on our runs from the rows' own checks.
+
+A step "a above b" holds when a's 95 % interval lies wholly above b's, is reversed when it
+lies wholly below, and is open otherwise (disjoint 95 % intervals are a conservative test
+of a difference: an open step may still be real, and the table says so). The ordering is
+reproduced when every step holds, contradicted when any step is reversed, not comparable
+when a row has no estimate, otherwise inconclusive.
+
+Pure: checks in, verdicts and Markdown out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reports.references import Check
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """A paper's claim that rows `ids` (reference ids) come in this order, highest first."""
+
+    title: str
+    ids: tuple[str, ...]
+    paper: str  # the paper's values, as it prints them
+
+
+@dataclass(frozen=True)
+class Step:
+    """One adjacent pair of an ordering: a is claimed above b."""
+
+    a: str
+    b: str
+    state: str  # holds | reversed | open | missing
+
+
+@dataclass(frozen=True)
+class Judged:
+    ordering: Ordering
+    verdict: str  # reproduced | contradicted | inconclusive | not comparable
+    steps: tuple[Step, ...]
+    ours: tuple[str, ...]  # per row: "mean [low, high]" or "–"
+
+
+def _t1(column: str) -> Ordering:
+    name = {"linux": "Linux", "ns3": "NS-3"}[column]
+    paper = "94 > 89 > 23 %" if column == "linux" else "90 > 80 > 20 %"
+    return Ordering(
+        f"Table I, {name} column: MPTCP's gain over TCP falls with the delay difference "
+        "(0 > 100 > 500 ms)",
+        tuple(f"000-t1-{column}-{d}ms" for d in (0, 100, 500)),
+        paper,
+    )
+
+
+ORDERINGS: dict[str, tuple[Ordering, ...]] = {
+    "000": (
+        _t1("linux"),
+        _t1("ns3"),
+        Ordering(
+            "Table III at 70 m, link utilisation: PR-R > NoPR > TCP-DOOR",
+            ("000-t3-70m-prr-lu", "000-t3-70m-nopr-lu", "000-t3-70m-tcpdoor-lu"),
+            "13.69 > 9.76 > 8.62 %",
+        ),
+        Ordering(
+            "Table III at 70 m, OOO-R: PR-R > TCP-DOOR > D-SACK",
+            ("000-t3-70m-prr-ooo-r", "000-t3-70m-tcpdoor-ooo-r", "000-t3-70m-dsack-ooo-r"),
+            "61.4 > 24.8 > 17.5 %",
+        ),
+        Ordering(
+            "Table III at 70 m, OOO-BO: PR-R > TCP-DOOR > NoPR",
+            ("000-t3-70m-prr-ooo-bo", "000-t3-70m-tcpdoor-ooo-bo", "000-t3-70m-nopr-ooo-bo"),
+            "252 > 126 > 77 KB",
+        ),
+    ),
+    "003": (
+        Ordering(
+            "Table III, scenario 1 at 10 m, Co-CC: OOO-R TCP-DOOR > D-SACK > NoPR",
+            ("003-t3-s1-tcpdoor-co", "003-t3-s1-dsack-co", "003-t3-s1-nopr-co"),
+            "42.1 > 12.2 > 1.3 %",
+        ),
+        Ordering(
+            "Table IV, scenario 1 at 10 m, Co-CC: OOO buffer Eifel > F-RTO > NoPR",
+            ("003-t4-s1-eifel-co", "003-t4-s1-frto-co", "003-t4-s1-nopr-co"),
+            "345.9 > 57.4 > 5.5 KB",
+        ),
+        Ordering(
+            "Table IV, scenario 1 at 10 m, Co-CC: OOO buffer TCP-DOOR > D-SACK > NoPR",
+            ("003-t4-s1-tcpdoor-co", "003-t4-s1-dsack-co", "003-t4-s1-nopr-co"),
+            "299.4 > 30.1 > 5.5 KB",
+        ),
+    ),
+}
+
+
+def _interval(c: Check | None) -> tuple[float, float] | None:
+    if c is None or c.ours is None or math.isnan(c.low) or math.isnan(c.high):
+        return None
+    return c.low, c.high
+
+
+def step(a: Check | None, b: Check | None) -> str:
+    """holds: a's interval wholly above b's; reversed: wholly below; open: they overlap;
+    missing: a side has no interval."""
+    ia, ib = _interval(a), _interval(b)
+    if ia is None or ib is None:
+        return "missing"
+    if ia[0] > ib[1]:
+        return "holds"
+    if ia[1] < ib[0]:
+        return "reversed"
+    return "open"
+
+
+def judge(ordering: Ordering, checks: dict[str, Check]) -> Judged:
+    """The ordering's verdict from its rows' checks (by reference id)."""
+    ids = ordering.ids
+    steps = tuple(
+        Step(a, b, step(checks.get(a), checks.get(b))) for a, b in itertools.pairwise(ids)
+    )
+    states = {s.state for s in steps}
+    if "missing" in states:
+        verdict = "not comparable"
+    elif "reversed" in states:
+        verdict = "contradicted"
+    elif states == {"holds"}:
+        verdict = "reproduced"
+    else:
+        verdict = "inconclusive"
+    return Judged(ordering, verdict, steps, tuple(_ours(checks.get(i)) for i in ids))
+
+
+def _ours(c: Check | None) -> str:
+    if c is None or c.ours is None:
+        return "–"
+    if math.isnan(c.low):
+        return f"{c.ours:.3g} (n = {c.n})"
+    return f"{c.ours:.3g} [{c.low:.3g}, {c.high:.3g}]"
+
+
+def judge_all(seed: str, checks: list[Check]) -> list[Judged]:
+    by_id = {c.id: c for c in checks}
+    return [judge(o, by_id) for o in ORDERINGS.get(seed, ())]
+
+
+def lines(judged: list[Judged]) -> list[str]:
+    """The report's section: one row per ordering, ours in the paper's order."""
+    if not judged:
+        return []
+    out = [
+        "### Orderings the paper shows",
+        "",
+        "Each step holds when the upper row's 95 % interval lies wholly above the lower "
+        "row's, and is reversed when wholly below; overlapping intervals leave it open "
+        "(a conservative test: an open step may still be a real difference).",
+        "",
+        "| ordering | paper | ours, in the paper's order (mean [95 % CI]) | steps | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for j in judged:
+        steps = ", ".join(s.state for s in j.steps)
+        out.append(
+            f"| {j.ordering.title} | {j.ordering.paper} | {' > '.join(j.ours)} | {steps} "
+            f"| {j.verdict} |"
+        )
+    return [*out, ""]
+
+
+def as_json(judged: list[Judged]) -> list[dict[str, Any]]:
+    return [
+        {
+            "title": j.ordering.title,
+            "ids": list(j.ordering.ids),
+            "verdict": j.verdict,
+            "steps": [s.state for s in j.steps],
+        }
+        for j in judged
+    ]

@@ -1,0 +1,62 @@
+"""Orderings the papers show (reports/orderings.py): a step holds only when the upper row's
+95 % interval lies wholly above the lower's; the verdict cannot pass on missing rows,
+overlapping intervals or a reversal; every ordering names shipped references."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from reports import orderings
+from reports import references as refs
+
+
+def check(ref_id: str, mean: float, low: float, high: float, n: int = 5) -> refs.Check:
+    return refs.Check(ref_id, None, mean, n, "inconclusive", low=low, high=high)
+
+
+T1 = orderings.ORDERINGS["000"][0]  # Table I, Linux column: 0 > 100 > 500 ms
+
+
+def judge(*rows: tuple[float, float, float]) -> orderings.Judged:
+    checks = {i: check(i, *r) for i, r in zip(T1.ids, rows, strict=True)}
+    return orderings.judge(T1, checks)
+
+
+def test_disjoint_intervals_in_the_papers_order_reproduce_it() -> None:
+    j = judge((90, 80, 100), (60, 50, 70), (20, 10, 30))
+    assert (j.verdict, [s.state for s in j.steps]) == ("reproduced", ["holds", "holds"])
+    assert j.ours[0] == "90 [80, 100]"
+
+
+def test_overlapping_intervals_leave_it_open_even_when_the_means_are_ordered() -> None:
+    j = judge((90, 60, 120), (80, 50, 110), (20, 10, 30))
+    assert (j.verdict, [s.state for s in j.steps]) == ("inconclusive", ["open", "holds"])
+
+
+def test_a_reversed_step_contradicts_it() -> None:
+    j = judge((90, 80, 100), (20, 10, 30), (60, 50, 70))
+    assert (j.verdict, [s.state for s in j.steps]) == ("contradicted", ["holds", "reversed"])
+
+
+def test_a_row_without_an_interval_is_not_comparable_never_reproduced() -> None:
+    j = judge((90, 80, 100), (60, math.nan, math.nan), (20, 10, 30))
+    assert (j.verdict, j.steps[0].state) == ("not comparable", "missing")
+    assert orderings.judge(T1, {}).verdict == "not comparable"  # nothing ran
+    assert orderings.judge_all("000", [])[0].verdict == "not comparable"
+
+
+@pytest.mark.parametrize("seed", sorted(orderings.ORDERINGS))
+def test_every_ordering_names_shipped_references_in_the_papers_order(seed: str) -> None:
+    entries = refs.load_all()
+    for o in orderings.ORDERINGS[seed]:
+        values = [entries[i].ref.value for i in o.ids]  # KeyError: an unknown id
+        assert all(e.paper.seed == seed for e in (entries[i] for i in o.ids))
+        assert values == sorted(values, reverse=True), o.title  # the paper's own order
+
+
+def test_report_section_lists_each_ordering_with_its_verdict() -> None:
+    text = "\n".join(orderings.lines([judge((90, 80, 100), (60, 50, 70), (20, 10, 30))]))
+    assert "### Orderings the paper shows" in text
+    assert "| 94 > 89 > 23 % | 90 [80, 100] > 60 [50, 70] > 20 [10, 30] | holds, holds |" in text
