@@ -29,8 +29,11 @@ RENO = [
     "rto-in-recovery-reordered reno: cwnd=1 ssthresh=50",
     "rto-in-recovery-reordered+8rtt reno: cwnd=52 ssthresh=50",
     "coupled-decrease reno: cwnd=30+20",
+    "coupled-decrease-reordered reno: cwnd=30+20",
+    "coupled-instant-recovery reno: cwnd=20+30",
     "coupled-avoidance reno: cwnd=60+60",
 ]
+SINGLE = 6  # the lines of the single-flow (plain TCP) scenarios
 
 
 def simulate(program: str, tmp_path: Path) -> list[str]:
@@ -65,6 +68,8 @@ def test_prr_keeps_the_window_on_fast_recovery_and_halves_on_every_timeout(
         "rto-in-recovery-reordered prr: cwnd=1 ssthresh=50",
         "rto-in-recovery-reordered+8rtt prr: cwnd=52 ssthresh=50",
         "coupled-decrease prr: cwnd=60+40",
+        "coupled-decrease-reordered prr: cwnd=60+40",
+        "coupled-instant-recovery prr: cwnd=40+60",
         "coupled-avoidance prr: cwnd=60+60",
     ]
 
@@ -80,6 +85,11 @@ def test_door_halves_on_a_timeout_inside_a_recovery_it_kept(tmp_path: Path) -> N
         "rto-in-recovery-reordered door: cwnd=1 ssthresh=50",
         "rto-in-recovery-reordered+8rtt door: cwnd=52 ssthresh=50",
         "coupled-decrease door: cwnd=30+20",
+        # reordering seen just before the second subflow's recovery: T1 keeps its window
+        "coupled-decrease-reordered door: cwnd=30+40",
+        # reordering seen inside the first subflow's recovery, 10 ms after it halved 40:
+        # instant recovery ends that recovery at 40
+        "coupled-instant-recovery door: cwnd=40+30",
         "coupled-avoidance door: cwnd=60+60",
     ]
 
@@ -119,9 +129,36 @@ def test_fccc_decreases_by_half_the_total_and_increases_by_one_over_the_total(
     # 1 / cwnd_total: the pair grows by one packet per round trip, 20 + 20 -> 40 + 39 in
     # 40 round trips, where LIA's pair grows by half that (31 + 30) and Reno's by two (60 +
     # 60). Plain TCP (the single-flow scenarios) is Reno.
-    expected = [line.replace("reno", "fccc") for line in RENO[:-2]]
+    # FC-CC knows no reordering: a recovery after a reordering event reduces all the same
+    # (60 - 50, 40 - 25), and from 40 + 60 the first gets the floor 2 (40 - 50), the second
+    # 60 - (2 + 60)/2 = 29.
+    expected = [line.replace("reno", "fccc") for line in RENO[:SINGLE]]
     assert simulate("fccc", tmp_path) == [
         *expected,
         "coupled-decrease fccc: cwnd=10+15",
+        "coupled-decrease-reordered fccc: cwnd=10+15",
+        "coupled-instant-recovery fccc: cwnd=2+29",
         "coupled-avoidance fccc: cwnd=40+39",
+    ]
+
+
+def test_door_fccc_keeps_doors_responses_over_fcccs_coupling(tmp_path: Path) -> None:
+    # Seed 003's TCP-DOOR under FC-CC: door's responses to reordering, fccc's decrease and
+    # increase otherwise. Plain TCP is door (Reno); two subflows without reordering are
+    # fccc (60 + 40 -> 10 + 15; 20 + 20 -> 40 + 39 in 40 round trips).
+    door, fccc = simulate("door", tmp_path), simulate("fccc", tmp_path)
+    got = simulate("door_fccc", tmp_path)
+    assert got == [
+        *(line.replace(" door:", " door_fccc:") for line in door[:SINGLE]),
+        "coupled-decrease door_fccc: cwnd=10+15",
+        # the first subflow reduces as fccc (60 - 100/2), the second keeps 40 (T1) where
+        # fccc gives 15 and door 40
+        "coupled-decrease-reordered door_fccc: cwnd=10+40",
+        # instant recovery gives the first subflow its 40 back (fccc: 2), and the second's
+        # loss then takes half of 40 + 60 (60 - 50 = 10), not of 2 + 60 (29)
+        "coupled-instant-recovery door_fccc: cwnd=40+10",
+        "coupled-avoidance door_fccc: cwnd=40+39",
+    ]
+    assert [got[SINGLE], got[-1]] == [
+        line.replace(" fccc:", " door_fccc:") for line in (fccc[SINGLE], fccc[-1])
     ]

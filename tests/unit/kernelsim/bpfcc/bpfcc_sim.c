@@ -307,30 +307,67 @@ static void rto_in_recovery(struct tcp_congestion_ops *ops, bool reordered)
 	       f.sk.snd_ssthresh);
 }
 
-/* Two subflows of one MPTCP connection in congestion avoidance at cwnd 60 and 40 (one ACK
- * each, so both hold their slots): a fast recovery on the first, then one on the second.
- * Reno (and LIA) halve each subflow's own window: 30 and 20. Fully coupled (FC-CC) takes
- * half the connection's total from the subflow: 60 - 100/2 = 10, then 40 - (10 + 40)/2 = 15. */
-static void coupled_decrease(struct tcp_congestion_ops *ops)
+/* Two subflows of one MPTCP connection at cwnd `first` and `second` in congestion avoidance
+ * (one ACK each at the same time, so both hold their slots). */
+static void coupled_pair(struct flow f[2], struct tcp_congestion_ops *ops, __u32 first,
+			 __u32 second, __u64 now)
 {
 	static struct sock conn;
-	struct flow f[2];
-	__u64 now = 1000000;
 
 	for (int i = 0; i < 2; i++) {
 		k_init(&f[i], ops, &conn);
-		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? 40 : 60;
-		k_ack(&f[i], 1, now += 20000);
+		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? second : first;
+		k_ack(&f[i], 1, now);
 	}
+}
+
+static void coupled_show(const char *scenario, struct flow f[2])
+{
+	printf("%s %s: cwnd=%u+%u\n", scenario, f[0].ops->name, f[0].sk.snd_cwnd,
+	       f[1].sk.snd_cwnd);
+	for (int i = 0; i < 2; i++)
+		if (f[i].ops->release)
+			f[i].ops->release(&f[i].sk);
+}
+
+/* At cwnd 60 and 40: a fast recovery on the first, then one on the second. Reno (and LIA)
+ * halve each subflow's own window: 30 and 20. Fully coupled (FC-CC) takes half the
+ * connection's total from the subflow: 60 - 100/2 = 10, then 40 - (10 + 40)/2 = 15.
+ * `reordered`: the second subflow counts a reordering event just before its recovery, so
+ * TCP-DOOR keeps its window (T1): 40, under Reno's decrease or FC-CC's. */
+static void coupled_decrease(struct tcp_congestion_ops *ops, bool reordered)
+{
+	struct flow f[2];
+
+	coupled_pair(f, ops, 60, 40, 1020000);
 	for (int i = 0; i < 2; i++) {
+		if (reordered && i == 1)
+			f[i].sk.reord_seen++;
 		k_enter_recovery(&f[i]);
 		k_exit_recovery(&f[i]);
 	}
-	printf("coupled-decrease %s: cwnd=%u+%u\n", ops->name, f[0].sk.snd_cwnd,
-	       f[1].sk.snd_cwnd);
-	for (int i = 0; i < 2; i++)
-		if (ops->release)
-			ops->release(&f[i].sk);
+	coupled_show(reordered ? "coupled-decrease-reordered" : "coupled-decrease", f);
+}
+
+/* At cwnd 40 and 60: a fast recovery on the first; 10 ms later (less than T2, one srtt of
+ * 20 ms, after the reduction) an ACK inside that recovery shows reordering, and TCP-DOOR's
+ * instant recovery undoes the reduction (the recovery ends at 40). Then a fast recovery on
+ * the second. Reno: 20 + 30; door: 40 + 30; FC-CC: 40 - 100/2 gives the floor 2, then
+ * 60 - (2 + 60)/2 = 29; TCP-DOOR over FC-CC: 40, then 60 - (40 + 60)/2 = 10, the total
+ * counting the first subflow at the window it was given back. */
+static void coupled_instant_recovery(struct tcp_congestion_ops *ops)
+{
+	struct flow f[2];
+	__u64 now = 1020000;
+
+	coupled_pair(f, ops, 40, 60, now);
+	k_enter_recovery(&f[0]);
+	f[0].sk.reord_seen++;
+	k_ack(&f[0], 0, now + 10000);	/* a SACK that fills the hole: nothing new cum-acked */
+	k_exit_recovery(&f[0]);
+	k_enter_recovery(&f[1]);
+	k_exit_recovery(&f[1]);
+	coupled_show("coupled-instant-recovery", f);
 }
 
 /* Two subflows of one MPTCP connection, same RTT, both at cwnd 20 in congestion
@@ -369,7 +406,9 @@ int main(void)
 		rto_from_open(all[i]);
 		rto_in_recovery(all[i], false);
 		rto_in_recovery(all[i], true);
-		coupled_decrease(all[i]);
+		coupled_decrease(all[i], false);
+		coupled_decrease(all[i], true);
+		coupled_instant_recovery(all[i]);
 		coupled_avoidance(all[i]);
 	}
 	return 0;
