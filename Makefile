@@ -114,7 +114,7 @@ define ns3_sweep
 		$(NS3_BIN) $(2); } > $(NS3_OUT)/$(1).tmp && mv $(NS3_OUT)/$(1).tmp $(NS3_OUT)/$(1)
 endef
 
-$(NS3_BIN): oracle/ns3/wifi_link.cc
+$(NS3_BIN): oracle/ns3/wifi_link.cc oracle/ns3/wifi_setup.h
 	@$(MAKE) --no-print-directory system APT_PACKAGES="$(NS3_PACKAGES)"
 	@mkdir -p $(dir $@)
 	g++ -O2 -std=c++17 -Wall -o $@ $< $(NS3_LIBS)
