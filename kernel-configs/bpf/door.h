@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* TCP-DOOR's state and responses (door.c has the algorithm's description), shared by door.c
- * and door_lia.c (the same responses over LIA's coupled increase). DOOR_CA(sk) is where the
- * state lives in the socket's congestion-control area (default: at its start).
+/* TCP-DOOR's state and responses (door.c has the algorithm's description), shared by door.c,
+ * door_lia.c (the same responses over LIA's coupled increase) and door_fccc.c (over FC-CC).
+ * DOOR_CA(sk) is where the state lives in the socket's congestion-control area (default: at
+ * its start). DOOR_DECREASE(sk, cwnd) is the ssthresh of a reduction door makes, from a
+ * window of cwnd: on a loss outside T1, a timeout, an ECN echo (default: Reno's half;
+ * door_fccc.c: FC-CC's). DOOR_UNDONE(sk, cwnd) is told the window instant recovery gave
+ * back (default: nothing; door_fccc.c counts it in the connection's total).
  */
 #ifndef MPRIG_DOOR_H
 #define MPRIG_DOOR_H
@@ -10,6 +14,14 @@
 
 #ifndef DOOR_CA
 #define DOOR_CA(sk) ((struct door *)inet_csk_ca(sk))
+#endif
+
+#ifndef DOOR_DECREASE
+#define DOOR_DECREASE(sk, cwnd) max((cwnd) >> 1U, 2U)
+#endif
+
+#ifndef DOOR_UNDONE
+#define DOOR_UNDONE(sk, cwnd) ((void)(sk), (void)(cwnd))
 #endif
 
 #define DOOR_MIN_US 1000ULL /* floor of T1 and T2 (veth RTTs are microseconds) */
@@ -43,9 +55,11 @@ static __always_inline void door_out_of_order(struct sock *sk)
 		 * where the detection usually lands): Linux's PRR ends it with cwnd =
 		 * ssthresh, so aiming ssthresh at the window before restores that window. */
 		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_cwnd);
+		DOOR_UNDONE(sk, tp->snd_ssthresh);
 	} else if (ca_state(sk) <= TCP_CA_Disorder) {
 		tp->snd_cwnd = max(tp->snd_cwnd, ca->prior_cwnd);
 		tp->snd_ssthresh = max(tp->snd_ssthresh, ca->prior_ssthresh);
+		DOOR_UNDONE(sk, tp->snd_cwnd);
 	}
 }
 
@@ -76,7 +90,11 @@ static __always_inline void door_init_state(struct sock *sk)
  * recovery for the same ACK). */
 static __always_inline void door_on_ack(struct sock *sk)
 {
-	repair_skipped_ssthresh(sk, true);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	/* the workaround of mprig_cc.h, with the reduction our .ssthresh makes */
+	if (ssthresh_skipped(tp))
+		repair_skipped_ssthresh_to(sk, DOOR_DECREASE(sk, max(tp->prior_cwnd, 2U)));
 	door_check_reordering(sk);
 }
 
@@ -91,21 +109,29 @@ static __always_inline __u32 door_ssthresh_of(struct sock *sk)
 	ca->reduced_at_us = tp->tcp_mstamp;
 	ca->prior_cwnd = tp->snd_cwnd;
 	ca->prior_ssthresh = tp->snd_ssthresh;
-	return reno_half(tp);
+	return DOOR_DECREASE(sk, tp->snd_cwnd);
 }
 
+/* As reno_halve_on_timeout() and the others in mprig_cc.h, with DOOR_DECREASE. */
 static __always_inline void door_on_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 {
-	/* A timeout's reduction is Reno's and never undone by instant recovery. */
-	if (ev == CA_EVENT_LOSS)
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	/* A timeout's reduction is never undone by instant recovery. */
+	if (ev == CA_EVENT_LOSS) {
 		DOOR_CA(sk)->reduced_at_us = 0;
-	reno_halve_on_timeout(sk, ev);
+		tp->snd_ssthresh = DOOR_DECREASE(sk, tp->snd_cwnd);
+	}
 }
 
 static __always_inline void door_on_set_state(struct sock *sk, __u8 new_state)
 {
-	reno_halve_on_cwr(sk, new_state);
-	reno_halve_on_timeout_in_recovery(sk, new_state);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (entering_cwr(sk, new_state))
+		tp->snd_ssthresh = DOOR_DECREASE(sk, tp->snd_cwnd);
+	if (timeout_in_recovery(sk, new_state))
+		tp->snd_ssthresh = min(tp->snd_ssthresh, DOOR_DECREASE(sk, max(tp->prior_cwnd, 2U)));
 }
 
 /* .undo_cwnd: Linux proved a retransmission spurious, so the segment was reordered. */

@@ -16,53 +16,12 @@
  * end of the recovery), so a loss on another subflow meanwhile counts it at that window.
  *
  * Shared state: coupled.h's entry per connection (map fccc_conns), the slots' cwnd only.
+ * The decrease and increase are in fccc.h (door_fccc.c uses them too).
  */
 #define COUPLED_MAP fccc_conns
-#include "coupled.h"
+#include "fccc.h"
 
 char _license[] SEC("license") = "GPL";
-
-/* cwnd_total: the windows in the connection's slots. */
-static __always_inline __u32 fccc_total(const struct lia_conn *entry)
-{
-	__u32 total = 0;
-
-	for (int i = 0; i < LIA_SUBFLOWS; i++)
-		if (entry->slot[i].used)
-			total += entry->slot[i].cwnd;
-	return total;
-}
-
-/* ssthresh after a loss at window cwnd: max(cwnd - cwnd_total / 2, 2), computed as
- * (2 cwnd - cwnd_total) / 2 so that one subflow alone gets exactly Reno's half. Our slot
- * then holds it, the window this subflow returns to. */
-static __always_inline __u32 fccc_decrease(struct sock *sk, __u32 cwnd)
-{
-	struct lia *ca = LIA_CA(sk);
-	struct lia_conn *entry = lia_update(sk, ca);
-	__u32 c = min(cwnd, LIA_MAX_CWND), total, ssthresh = 2;
-	struct lia_slot *slot;
-
-	if (!entry)
-		return max(cwnd >> 1U, 2U);
-	slot = &entry->slot[ca->slot & (LIA_SUBFLOWS - 1)];
-	slot->cwnd = c;
-	total = fccc_total(entry);
-	if (2 * c > total)
-		ssthresh = max((2 * c - total) >> 1U, 2U);
-	slot->cwnd = ssthresh;
-	return ssthresh;
-}
-
-/* The kernel's skipped .ssthresh (mprig_cc.h): put back what ours gives for the window
- * before the reduction. */
-static __always_inline void fccc_repair(struct sock *sk)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-
-	if (ssthresh_skipped(tp))
-		repair_skipped_ssthresh_to(sk, fccc_decrease(sk, max(tp->prior_cwnd, 2U)));
-}
 
 SEC("struct_ops/fccc_init")
 void BPF_PROG(fccc_init, struct sock *sk)
@@ -79,18 +38,7 @@ void BPF_PROG(fccc_release, struct sock *sk)
 SEC("struct_ops/fccc_cong_avoid")
 void BPF_PROG(fccc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct lia_conn *entry;
-
-	if (!lia_cwnd_limited(tp))
-		return;
-	entry = lia_update(sk, LIA_CA(sk));
-	if (tp->snd_cwnd < tp->snd_ssthresh) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	tcp_cong_avoid_ai(tp, entry ? max(fccc_total(entry), tp->snd_cwnd) : tp->snd_cwnd, acked);
+	fccc_increase(sk, acked);
 }
 
 SEC("struct_ops/fccc_in_ack_event")

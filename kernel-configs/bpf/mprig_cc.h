@@ -57,9 +57,15 @@ static __always_inline void reno_halve_on_timeout(struct sock *sk, enum tcp_ca_e
 		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
 }
 
+/* .set_state(new_state) is entering CWR (an ECN echo or local congestion). */
+static __always_inline bool entering_cwr(struct sock *sk, __u8 new_state)
+{
+	return new_state == TCP_CA_CWR && ca_state(sk) != TCP_CA_CWR;
+}
+
 static __always_inline void reno_halve_on_cwr(struct sock *sk, __u8 new_state)
 {
-	if (new_state == TCP_CA_CWR && ca_state(sk) != TCP_CA_CWR)
+	if (entering_cwr(sk, new_state))
 		tcp_sk(sk)->snd_ssthresh = reno_half(tcp_sk(sk));
 }
 
@@ -71,11 +77,16 @@ static __always_inline void reno_halve_on_cwr(struct sock *sk, __u8 new_state)
  * there is half the window before the recovery (tp->prior_cwnd, set on entering it); put
  * that back when the state changes to Loss (tcp_set_ca_state() calls .set_state before it
  * stores the new state, and after tcp_enter_loss() has set cwnd to 1 + in flight). */
+static __always_inline bool timeout_in_recovery(struct sock *sk, __u8 new_state)
+{
+	return new_state == TCP_CA_Loss && ca_state(sk) == TCP_CA_Recovery;
+}
+
 static __always_inline void reno_halve_on_timeout_in_recovery(struct sock *sk, __u8 new_state)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
-	if (new_state == TCP_CA_Loss && ca_state(sk) == TCP_CA_Recovery)
+	if (timeout_in_recovery(sk, new_state))
 		tp->snd_ssthresh = min(tp->snd_ssthresh, max(tp->prior_cwnd >> 1U, 2U));
 }
 
