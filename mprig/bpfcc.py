@@ -38,6 +38,8 @@ PROGRAMS: Mapping[str, str] = MappingProxyType(
         "loss takes half of cwnd_total from the subflow",
         "prr_lia": "PR-R's recovery (prr) over LIA's coupled increase, as seed 000 ran it",
         "door_lia": "TCP-DOOR's responses (door) over LIA's coupled increase",
+        "door_fccc": "TCP-DOOR's responses (door) over FC-CC's fully coupled decrease and "
+        "increase (fccc), as seed 003's TCP-DOOR rows under FC-CC",
     }
 )
 

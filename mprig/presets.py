@@ -39,7 +39,9 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
   congestion control, so a paper row that ran them with coupled increase (seed 000: LIA)
   runs the BPF programs that do both: `prr_lia` and `door_lia` (the same recovery over
   LIA's increase, kernel-configs/bpf/coupled.h); their cc presets are `prr_lia` and
-  `tcpdoor_lia`, which the `prr` and `tcpdoor` recovery presets accept.
+  `tcpdoor_lia`, which the `prr` and `tcpdoor` recovery presets accept. TCP-DOOR under
+  FC-CC (seed 003) is `door_fccc` (door's responses over fccc's fully coupled decrease and
+  increase), cc preset `tcpdoor_fccc`, which the `tcpdoor` recovery preset accepts too.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class RecoveryPreset:
     differs: str  # how Linux's mechanism differs from the papers' NS-3 model
     cc: str | None = None  # the cc preset the mechanism is (PR-R, TCP-DOOR); None: any
     coupled_cc: str | None = None  # the same mechanism over LIA's coupled increase
+    fully_coupled_cc: str | None = None  # the same mechanism over FC-CC (fully coupled)
 
 
 def _knobs(**values: int) -> Mapping[str, str]:
@@ -129,6 +132,7 @@ RECOVERY_PRESETS: Mapping[str, RecoveryPreset] = MappingProxyType(
             "fast-recovery reductions (not RTO) for one RTT.",
             cc="tcpdoor",
             coupled_cc="tcpdoor_lia",
+            fully_coupled_cc="tcpdoor_fccc",
         ),
         "prr": RecoveryPreset(
             "prr",
@@ -189,6 +193,7 @@ CC_PRESETS: Mapping[str, CCPreset] = MappingProxyType(
         "tcpdoor": CCPreset("tcpdoor", "TCP-DOOR", "door", _BPF),
         "prr_lia": CCPreset("prr_lia", "PR-R over Co-CC (LIA)", "prr_lia", _BPF),
         "tcpdoor_lia": CCPreset("tcpdoor_lia", "TCP-DOOR over Co-CC (LIA)", "door_lia", _BPF),
+        "tcpdoor_fccc": CCPreset("tcpdoor_fccc", "TCP-DOOR over FC-CC", "door_fccc", _BPF),
         "cwa": CCPreset("cwa", "CWA-MPTCP", "cwa", _BPF),
     }
 )
@@ -209,13 +214,13 @@ COUPLED_ALGORITHMS = frozenset({"lia", "olia", "balia", "wvegas", "cwa", "prr_li
 
 
 # Kernel algorithms that couple both the increase and the decrease over the total window.
-FULLY_COUPLED_ALGORITHMS = frozenset({"fccc"})
+FULLY_COUPLED_ALGORITHMS = frozenset({"fccc", "door_fccc"})
 
 
 def coupling(cc: str) -> str:
     """How a cc couples subflows: "coupled" (RFC 6356 LIA and kin, CWA's LIA increase),
-    "fully_coupled" (the papers' FC-CC, BPF fccc), or "uncoupled" (every subflow on its own:
-    Reno, CUBIC, and the BPF prr and door, which are Reno per subflow)."""
+    "fully_coupled" (the papers' FC-CC, BPF fccc and door_fccc), or "uncoupled" (every
+    subflow on its own: Reno, CUBIC, and the BPF prr and door, which are Reno per subflow)."""
     preset = CC_PRESETS.get(cc)
     algorithm = preset.algorithm if preset is not None and preset.algorithm else cc
     if algorithm in FULLY_COUPLED_ALGORITHMS:
@@ -258,7 +263,7 @@ def check_recovery_cc(recovery: str | None, cc: str) -> None:
     preset = RECOVERY_PRESETS.get(recovery or "")
     if preset is None or preset.cc is None:
         return
-    allowed = [c for c in (preset.cc, preset.coupled_cc) if c is not None]
+    allowed = [c for c in (preset.cc, preset.coupled_cc, preset.fully_coupled_cc) if c is not None]
     if cc_algorithm(cc) in {cc_algorithm(c) for c in allowed}:
         return
     raise UsageError(

@@ -12,11 +12,22 @@ from mprig import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:
-    assert bpfcc.available() == ("prr", "door", "lia", "cwa", "olia", "fccc", "prr_lia", "door_lia")
+    assert bpfcc.available() == (
+        "prr",
+        "door",
+        "lia",
+        "cwa",
+        "olia",
+        "fccc",
+        "prr_lia",
+        "door_lia",
+        "door_fccc",
+    )
     sources = sorted(p.name for p in bpfcc.SOURCE_DIR.glob("*.c"))
     assert sources == [
         "cwa.c",
         "door.c",
+        "door_fccc.c",
         "door_lia.c",
         "fccc.c",
         "lia.c",
@@ -85,6 +96,6 @@ def test_cache_dir_is_per_kernel_release(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_build_rejects_unknown_programs() -> None:
-    known = r"\(known: prr, door, lia, cwa, olia, fccc, prr_lia, door_lia\)"
+    known = r"\(known: prr, door, lia, cwa, olia, fccc, prr_lia, door_lia, door_fccc\)"
     with pytest.raises(bpfcc.MprigError, match=rf"no BPF program balia {known}"):
         bpfcc.build(["prr", "balia"])

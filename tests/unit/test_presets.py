@@ -58,6 +58,7 @@ def test_one_sack_setting_for_every_reordering_preset() -> None:
         ("cwa", "coupled"),
         ("fully_coupled", "fully_coupled"),
         ("fccc", "fully_coupled"),
+        ("tcpdoor_fccc", "fully_coupled"),
     ],
 )
 def test_coupling_of_each_cc(cc: str, coupling: str) -> None:
@@ -178,3 +179,15 @@ def test_prr_and_tcpdoor_compose_with_the_coupled_increase(recovery: str, cc: st
     assert presets.coupling(cc) == "coupled"
     with pytest.raises(UsageError):
         presets.check_recovery_cc(recovery, "lia")  # LIA alone is not PR-R or TCP-DOOR
+
+
+def test_tcpdoor_composes_with_fully_coupled_control() -> None:
+    # seed 003's TCP-DOOR rows under FC-CC: BPF door_fccc, selected by `cc: tcpdoor_fccc`
+    presets.check_recovery_cc("tcpdoor", "tcpdoor_fccc")
+    presets.check_recovery_cc("tcpdoor", "door_fccc")
+    assert [presets.coupling(c) for c in ("tcpdoor_fccc", "door_fccc")] == ["fully_coupled"] * 2
+    assert presets.cc_algorithm("tcpdoor_fccc") == "door_fccc"
+    with pytest.raises(UsageError, match=r"recovery 'tcpdoor' .*\(it has cc: fccc\)"):
+        presets.check_recovery_cc("tcpdoor", "fccc")  # FC-CC alone is not TCP-DOOR
+    with pytest.raises(UsageError):
+        presets.check_recovery_cc("prr", "tcpdoor_fccc")
