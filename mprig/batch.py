@@ -38,7 +38,7 @@ STOP_SCRIPT = (
     'alive() { for p in "$@"; do s=; read -r s < "/proc/$p/stat" 2>/dev/null; s=${s##*) }; '
     '[ -n "$s" ] && [ "${s%% *}" != Z ] && return 0; done; return 1; }; '
     'sig=$1; shift; for p in "$@"; do kill -s "$sig" -- "-$p" 2>/dev/null; done; '
-    "exec 3<> <(:); i=0; while alive \"$@\" && [ $i -lt 250 ]; do read -t 0.02 -u 3; "
+    'exec 3<> <(:); i=0; while alive "$@" && [ $i -lt 250 ]; do read -t 0.02 -u 3; '
     'i=$((i+1)); done; for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; exit 0'
 )
 
@@ -91,6 +91,8 @@ def script(cmds: Sequence[Cmd], token: str) -> str:
             log, pid = shlex.quote(c.log), shlex.quote(f"{c.log}.pid")
             lines.append(f'setsid {argv} > {log} 2>&1 < /dev/null & p=$!; echo "$p" > {pid}\n')
             lines.append(': > "$E"; rc=0\n')
+        elif (inline := _subshell(c)) is not None:
+            lines.append(f'{inline} 2> "$E" < /dev/null; rc=$?; p=-\n')
         else:
             limit = f"timeout -s KILL {c.timeout:g} " if c.enforce_timeout else ""
             lines.append(f'{limit}{argv} 2> "$E" < /dev/null; rc=$?; p=-\n')
@@ -99,6 +101,16 @@ def script(cmds: Sequence[Cmd], token: str) -> str:
         if c.check:
             lines.append('[ "$rc" -eq 0 ] || exit 0\n')
     return "".join(lines)
+
+
+def _subshell(c: Cmd) -> str | None:
+    """A foreground `bash -c SCRIPT [NAME [ARGS...]]` as a subshell of the batch script: the
+    same program, its own options, status and `exit`, without exec-ing a second bash (the
+    scripts are mprig's own constants; their arguments are quoted). Other argv: None."""
+    a = c.argv
+    if c.enforce_timeout or len(a) < 3 or a[0] != "bash" or a[1] != "-c":
+        return None
+    return f"( set -- {shlex.join(a[4:])}\n{a[2]}\n)"
 
 
 def parse(host: str, cmds: Sequence[Cmd], text: str, token: str) -> list[Done]:

@@ -105,7 +105,7 @@ IP_BATCH = 'printf "%s\\n" "$@" | ip -batch -'
 
 def ip_batch(lines: list[str]) -> list[str]:
     """argv running `lines` (ip commands without the leading `ip`) through one `ip -batch`."""
-    return ["sh", "-c", IP_BATCH, "mprig-ip", *lines]
+    return ["bash", "-c", IP_BATCH, "mprig-ip", *lines]
 
 
 AVAILABLE_CC = "net.ipv4.tcp_available_congestion_control"

@@ -195,7 +195,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     b = Batch()
     root = f"/tmp/mprig-{a.rig.name}"
     for host in a.hosts():
-        fresh = ["sh", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
+        fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
     base = a.baseline.hosts if a.baseline else {}
     for host, argv in [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]:

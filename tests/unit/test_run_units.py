@@ -152,6 +152,30 @@ def test_batch_timeout_missing_tool_and_background(tmp_path: Path) -> None:
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
 
 
+def test_bash_scripts_run_inside_the_batch_without_an_exec() -> None:
+    """A foreground `bash -c SCRIPT NAME ARGS` runs as a subshell of the batch script (under
+    VM emulation every exec costs 0.1-0.3 s): it sees the batch's unexported variables,
+    gets its arguments, status and stderr as a separate bash would, and its shell options
+    (`set -f`) and `exit` stay inside it."""
+    cmds = [
+        batch.Cmd(["bash", "-c", 'echo "${E:+inside} $# [$1] [$2]"; set -f', "n", "a b", "*"]),
+        batch.Cmd(["bash", "-c", "echo oops >&2; exit 4", "n"], check=False),
+        batch.Cmd(["bash", "-c", "echo /proc/sel[f]; # a trailing comment"]),
+        batch.Cmd(["bash", "-c", "exit 0"]),
+        batch.Cmd(["echo", "after"]),
+    ]
+    done = batch.run_on(LocalHost(), cmds)  # type: ignore[arg-type]
+    assert [(d.returncode, d.stdout, d.stderr) for d in done] == [
+        (0, "inside 2 [a b] [*]\n", ""),
+        (4, "", "oops\n"),
+        (0, "/proc/self\n", ""),  # the first command's set -f did not leak
+        (0, "", ""),
+        (0, "after\n", ""),
+    ]
+    sh = batch.run_on(LocalHost(), [batch.Cmd(["sh", "-c", 'echo "${E:-own shell}"'])])  # type: ignore[arg-type]
+    assert sh[0].stdout == "own shell\n"  # sh -c keeps its own shell (dash semantics)
+
+
 def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from mprig import bundle
     from mprig.cli import main
