@@ -97,12 +97,12 @@ def slots_in_use(name: str) -> list[int]:
     return [sum(s["used"] for s in e["formatted"]["value"]["slot"]) for e in dump]
 
 
-@pytest.mark.parametrize("name", ["prr", "door", "lia", "cwa", "olia", "fccc"])
+@pytest.mark.parametrize("name", ["prr", "door", "lia", "cwa", "olia", "fccc", "door_fccc"])
 def test_program_is_selected_by_mptcp_subflows(rig: None, programs: list[str], name: str) -> None:
     assert name in bpfcc.loaded()
     assert name in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     shared: list[list[int]] = []
-    coupled = name in ("lia", "cwa", "olia", "fccc")
+    coupled = name in ("lia", "cwa", "olia", "fccc", "door_fccc")
     probe = (lambda: shared.append(slots_in_use(name))) if coupled else (lambda: None)
     subflows = data_subflows(parse_ss(transfer(name, 2, mptcp=True, probe=probe)))
     established = subflows[subflows["state"] == "ESTAB"]
