@@ -177,6 +177,9 @@ class Path(StrictModel):
     wifi_standard: Literal["11b", "11g"] | None = None  # wifi: PHY used by the channel model
     # wifi: the channel model's calibration (mprig/wifi.py CALIBRATIONS); None: the default
     channel_model: ChannelModel | None = None
+    # what carries the path on the virtual rig: netem (the channel model's rate and loss) or
+    # ns3 (a real-time ns-3 802.11 link between the namespaces, docs/ns3-engine.md)
+    engine: Literal["netem", "ns3"] = "netem"
 
     @model_validator(mode="after")
     def _wifi_fields(self) -> Path:
@@ -185,6 +188,8 @@ class Path(StrictModel):
             for key in ("distance_m", "wifi_standard", "channel_model")
             if self.kind != "wifi" and getattr(self, key) is not None
         ]
+        if self.engine == "ns3" and (why := _ns3_issue(self)):
+            issues.append((("engine",), why))
         if issues:
             raise SpecIssue.of(issues)
         return self
@@ -201,6 +206,29 @@ class Path(StrictModel):
             if isinstance(override, dict):
                 rest[direction] = {**shared, **override}
         return rest
+
+
+NETEM_ONLY_FIELDS = ("delay_ms", "jitter_ms", "loss_pct", "reorder_pct")
+
+
+def _ns3_issue(path: Path) -> str:
+    """Why `engine: ns3` cannot carry this path ("" when it can)."""
+    if path.kind != "wifi" or path.distance_m is None:
+        return (
+            "ns3 simulates one 802.11 link, so it needs kind: wifi and distance_m (the "
+            "station's distance to the AP); give both, or use engine: netem (the default)"
+        )
+    extra = [
+        f for f in NETEM_ONLY_FIELDS for d in (path.down, path.up) if getattr(d, f)
+    ]
+    if extra:
+        return (
+            f"ns3 simulates the link's own delay and loss; remove {', '.join(dict.fromkeys(extra))}"
+            " (netem's), or use engine: netem"
+        )
+    if path.down.rate_mbit != path.up.rate_mbit:
+        return "ns3 runs one PHY mode per link: give rate_mbit once, at path level"
+    return ""
 
 
 class Variant(StrictModel):
