@@ -21,6 +21,7 @@ from mprig.errors import MprigError, error_lines
 COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_spec",
     "mprig.cmd_run",
+    "mprig.cmd_merge",
     "mprig.cmd_rig",
     "mprig.doctor",
     "mprig.cmd_probe",
@@ -39,6 +40,7 @@ examples:
   mprig plan experiments/smoke.yaml --commands
   mprig run experiments/smoke.yaml    run the campaign (resumes where it stopped)
   mprig status results/smoke
+  mprig merge results/smoke results-a/smoke results-b/smoke   join a campaign's shards
   mprig collect results/smoke && mprig report results/smoke
   mprig compare results/base/nightly results/tonight/nightly
 """

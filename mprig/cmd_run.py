@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mprig.errors import UsageError
+from mprig.shard import parse_shard
 
 RUN_EPILOG = """\
 examples:
@@ -25,6 +26,11 @@ examples:
       rerun only the complete runs flagged rig_limited (the host's CPU was saturated)
   mprig run experiments/nightly.yaml --results /srv/results --log-json 2> events.log
   mprig run experiments/smoke.yaml --no-vm --rig lab1
+  mprig run experiments/smoke.yaml --shard 1/2 --rig a --results results-a
+  mprig run experiments/smoke.yaml --shard 2/2 --rig b --results results-b
+      split the plan over two rigs (here two virtual rigs on one machine; the same on two
+      lab rigs with --inventory): each runs its part, with the plan's run ids and seeds;
+      then `mprig merge results/smoke results-a/smoke results-b/smoke` joins them
 exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
 """
 
@@ -94,6 +100,15 @@ def register(subparsers: Any) -> None:
         help="run on this lab inventory instead of the campaign's rig.inventory (which must"
         " lie under inventory/); may lie anywhere",
     )
+    p.add_argument(
+        "--shard",
+        type=parse_shard,
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (1-based): every rig computes the same balanced"
+        " partition of the plan (each variant and each cell spread over the shards); join"
+        " the shards' results with `mprig merge`",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--log-json", action="store_true", help="JSON event lines on stderr (CI)")
     p.add_argument("--outer-lock", action="store_true", help=argparse.SUPPRESS)
@@ -114,9 +129,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mprig import judge, vm
+    from mprig import judge, shard, vm
 
-    campaign, runs = judge.plan_file(args.file)  # the checks `mprig validate` makes
+    campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
+    part = getattr(args, "shard", None)
+    runs = shard.select(plan, part)
     results = Path(args.results).resolve() / campaign.name
     results.mkdir(parents=True, exist_ok=True)
     if getattr(args, "inventory", None):  # given on the command line: may lie anywhere
@@ -129,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
     hwsim = campaign.rig.wifi == "hwsim"
     mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested, hwsim=hwsim)
     if not args.quiet and not args.log_json:
-        print(f"mprig: {campaign.name}: {len(runs)} runs, rig mode {mode} ({why})", file=sys.stderr)
+        count = f"shard {part}: {len(runs)} of {len(plan)}" if part else str(len(runs))
+        print(f"mprig: {campaign.name}: {count} runs, rig mode {mode} ({why})", file=sys.stderr)
     with _campaign_lock(results, args):
-        write_campaign_json(results, args.file, campaign, runs)
+        write_campaign_json(results, args.file, campaign, plan, shard=(part, runs))
         if mode == "vm":
             code = _run_in_vm(args, results, vm_deadline(runs))
         else:
@@ -184,6 +202,8 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
         ("--log-json", args.log_json),
     )
     argv += [flag for flag, on in flags if on]
+    if getattr(args, "shard", None) is not None:
+        argv += ["--shard", str(args.shard)]
     got: list[int] = []
 
     def on_term(signum: int, _frame: Any) -> None:
@@ -287,8 +307,15 @@ def _rig_lock_path(name: str) -> Path:
     return Path(os.environ.get("MPRIG_STATE", "/run/mprig")) / f"{name}.campaign.lock"
 
 
-def write_campaign_json(results: Path, file: str, campaign: Any, runs: list[Any]) -> None:
-    """campaign.json: the spec as parsed and the plan (run id, index, parameters)."""
+def write_campaign_json(
+    results: Path,
+    file: str,
+    campaign: Any,
+    runs: list[Any],
+    shard: tuple[Any, list[Any]] = (None, []),
+) -> None:
+    """campaign.json: the spec as parsed, the whole plan (run id, index, parameters) and,
+    for `--shard I/N`, the shard and its run ids."""
     from mprig import __version__, bundle
     from mprig.cmd_spec import run_json
 
@@ -300,6 +327,13 @@ def write_campaign_json(results: Path, file: str, campaign: Any, runs: list[Any]
         "plan": [run_json(r) for r in runs],
         "mprig": {"version": __version__},
     }
+    part, mine = shard
+    if part is not None:
+        doc["shard"] = {
+            "index": part.index,
+            "count": part.count,
+            "run_ids": [r.run_id for r in mine],
+        }
     bundle.write_json(results / bundle.CAMPAIGN_JSON, doc)
 
 
@@ -307,12 +341,17 @@ def write_campaign_json(results: Path, file: str, campaign: Any, runs: list[Any]
 
 
 def load_plan(results: Path) -> list[dict[str, Any]]:
-    """The planned runs recorded in campaign.json."""
+    """The planned runs recorded in campaign.json (a shard's directory: the shard's runs)."""
     path = results / "campaign.json"
     try:
-        return list(json.loads(path.read_text())["plan"])
-    except (OSError, ValueError, KeyError) as e:
+        doc = json.loads(path.read_text())
+        plan = list(doc["plan"])
+        if isinstance(doc.get("shard"), dict):
+            mine = set(doc["shard"]["run_ids"])
+            plan = [p for p in plan if p["run_id"] in mine]
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{path}: not a campaign results directory ({e})") from None
+    return plan
 
 
 def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
