@@ -15,7 +15,7 @@ APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-s
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
-	ns3-oracle
+	ns3-oracle ns3-engine
 all: help
 
 help:
@@ -118,6 +118,19 @@ $(NS3_BIN): oracle/ns3/wifi_link.cc oracle/ns3/wifi_setup.h
 	@$(MAKE) --no-print-directory system APT_PACKAGES="$(NS3_PACKAGES)"
 	@mkdir -p $(dir $@)
 	g++ -O2 -std=c++17 -Wall -o $@ $< $(NS3_LIBS)
+
+# The real-time link engine (issue 16 parts 3-4; docs/ns3-engine.md): a path with
+# `engine: ns3` crosses it. `mprig run` builds it when a campaign needs it.
+NS3_ENGINE := oracle/ns3/build/wifi_rt
+NS3_ENGINE_LIBS := -lns3-wifi -lns3-fd-net-device -lns3-mobility -lns3-propagation \
+	-lns3-network -lns3-core
+
+$(NS3_ENGINE): oracle/ns3/wifi_rt.cc oracle/ns3/wifi_setup.h
+	@$(MAKE) --no-print-directory system APT_PACKAGES="$(NS3_PACKAGES)"
+	@mkdir -p $(dir $@)
+	g++ -O2 -std=c++17 -Wall -o $@ $< $(NS3_ENGINE_LIBS)
+
+ns3-engine: $(NS3_ENGINE)
 
 ns3-oracle: $(NS3_BIN)
 	@mkdir -p $(NS3_OUT)

@@ -52,6 +52,8 @@ def build(
     for path in run.paths:
         if path.name not in by_name:
             raise UsageError(f"path {path.name!r} is not on the rig (rig paths: {list(by_name)})")
+        if path.engine == "ns3":
+            continue  # the ns-3 engine is the link: no netem (rig/ns3link.py)
         setup += impair.apply_commands(wifi.effective_path(path), by_name[path.name])
         teardown += impair.clear_commands(by_name[path.name])
     bind = knobs.bind_link(run.variant, links).client_addr

@@ -42,6 +42,7 @@ from mprig.errors import HostError, MprigError, ToolMissing
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
 from mprig.plan import Run
 from mprig.progress import Reporter
+from mprig.rig import ns3link
 from mprig.rig.host import Rig
 from mprig.spec import Campaign
 
@@ -400,16 +401,19 @@ class Outcome:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # run.json `settings`
     ss_interval: dict[str, Any] = field(default_factory=dict)  # the ss sampler's achieved interval
     rig_cpu: dict[str, Any] = field(default_factory=dict)  # run.json `rig_cpu` (headroom)
+    engine: dict[str, Any] = field(default_factory=dict)  # run.json `engine` (ns-3 paths only)
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """One attempt, start to fetched artifacts (teardown is the caller's)."""
-    setup_stage(a, cmds)
-    check_settings(a, cmds, out)
-    cpu = rig_cpu_reader(a)
-    before = cpu()
-    out.traffic_s = traffic_stage(a, cmds)
-    out.rig_cpu = rig_cpu(a, before, cpu())
+    with ns3link.running(a.rig, a.run.paths, a.run.seed, a.staging) as engines:
+        setup_stage(a, cmds)
+        check_settings(a, cmds, out)
+        cpu = rig_cpu_reader(a)
+        before = cpu()
+        out.traffic_s = traffic_stage(a, cmds)
+        out.rig_cpu = rig_cpu(a, before, cpu())
+    out.engine = engines.summary
     stop_stage(a, cmds)
     fetch_stage(a)
     out.drops = capture_drops(a)
@@ -721,6 +725,7 @@ def make_record(
         "capture": {**cap, "kernel_drops": out.drops, "ss_interval": out.ss_interval},
         "flags": run_flags(out),
         "rig_cpu": out.rig_cpu,
+        **({"engine": out.engine} if out.engine else {}),
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         "hosts": hosts,
@@ -735,13 +740,16 @@ def make_record(
 def run_flags(out: Outcome) -> list[str]:
     """capture_drops: tcpdump lost packets; ss_interval: the ss sampler's median interval
     was more than 20 % over its configured one (cwnd and RTT series are coarser);
-    rig_limited: the rig's CPU (or the VM's host) was saturated during the traffic."""
+    rig_limited: the rig's CPU (or the VM's host) was saturated during the traffic;
+    not_realtime: an ns-3 engine lagged behind the wall clock past its limits."""
     flags = ["capture_drops"] if any(out.drops.values()) else []
     median, want = out.ss_interval.get("median_s"), out.ss_interval.get("configured_s")
     if median is not None and want and median > 1.2 * want:
         flags.append("ss_interval")
     if out.rig_cpu.get("rig_limited"):
         flags.append("rig_limited")
+    if out.engine.get("realtime") is False:
+        flags.append("not_realtime")
     return flags
 
 

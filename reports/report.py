@@ -194,6 +194,32 @@ def _failed_rows(results: Results) -> list[dict[str, str]]:
     ]
 
 
+ENGINE_COLUMNS = ["run_id", "engine", "lag_p95_ms", "lag_max_ms", "packets", "verdict"]
+
+
+def engine_rows(results: Results) -> list[dict[str, str]]:
+    """One row per run carried by a simulated link (run.json `engine`): its lag figures and
+    the real-time verdict (a run that is not real-time is left out of the numbers)."""
+    rows = []
+    for run_id, bundle in sorted(results.bundles.items()):
+        e = bundle.get("engine")
+        if not isinstance(e, dict):
+            continue
+        limits = e.get("limits") or {}
+        ok = "real-time" if e.get("realtime") else "not real-time (left out of the numbers)"
+        rows.append(
+            {
+                "run_id": run_id,
+                "engine": str(e.get("kind", "?")),
+                "lag_p95_ms": f"{e.get('lag_p95_ms')} (limit {limits.get('lag_p95_ms')})",
+                "lag_max_ms": f"{e.get('lag_max_ms')} (limit {limits.get('lag_max_ms')})",
+                "packets": str(e.get("packets")),
+                "verdict": ok,
+            }
+        )
+    return rows
+
+
 def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -218,6 +244,7 @@ def render_html(report: Report) -> str:
         missing=_missing_rows(report.results),
         tables=[(t, tb.to_html(t)) for t in report.tables],
         link_checks=instruments.link_checks(report.results),
+        engines=engine_rows(report.results),
         glossary=instruments.GLOSSARY,
         plots=[(p, _data_uri(p.png)) for p in report.plots],
         environment=report.environment,
@@ -291,6 +318,9 @@ def render_markdown(report: Report, figures_dir: str = "figures") -> str:
     )
     warn = [{"run_id": w.run_id, "flag": w.flag, "detail": w.detail} for w in report.warnings]
     out.append(_md_list("Warnings", warn, ["run_id", "flag", "detail"]))
+    out.append(
+        _md_list("Link engines (ns-3 real time)", engine_rows(report.results), ENGINE_COLUMNS)
+    )
     links = [c.__dict__ for c in instruments.link_checks(report.results)]
     out.append(_md_list("Link utilisation checks", links, ["run_id", "path", "verdict", "detail"]))
     out += [tb.to_markdown(t) + "\n" for t in report.tables]

@@ -79,6 +79,7 @@ class PathLink:
     router: str  # host that impairs this path (ap, cell, r3 ...)
     router_client_if: str  # router interface facing the client (egress = download)
     router_server_if: str  # router interface facing the server (egress = upload)
+    engine: str = "netem"  # what carries the client link: netem, or ns3 (TAPs, rig/ns3link.py)
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ def layout(paths: Sequence[Path]) -> tuple[PathLink, ...]:
                 router=router,
                 router_client_if=ROUTER_CLIENT_IF,
                 router_server_if=ROUTER_SERVER_IF,
+                engine=path.engine,
             )
         )
     return tuple(links)

@@ -24,7 +24,7 @@ from typing import Any
 
 from mprig import vm
 from mprig.errors import MprigError, RigBusy
-from mprig.rig import inventory, netns, provision, sshd
+from mprig.rig import inventory, netns, ns3link, provision, sshd
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink, Rig
 from mprig.rig.layout import check_rig_name, layout
@@ -110,9 +110,11 @@ def up(
 
     Args:
         provision_hosts: apply playbooks/rig.yml (MPTCP sysctls, limits, endpoints).
-        link_types: spec path name -> client link type (netns.CLIENT_LINKS), default veth.
+        link_types: spec path name -> client link type (netns.CLIENT_LINKS), default veth;
+            paths with `engine: ns3` get TAPs for the ns-3 engine (rig/ns3link.py).
     """
     links = layout(paths)
+    link_types = {**ns3link.link_types(paths), **(link_types or {})}
     with rig_lock(name):
         current = load(name)
         if current is not None and current.paths == links:
