@@ -1,0 +1,110 @@
+"""Many rigs at once, natively: a 4-run campaign as two shards on two virtual rigs (sharda,
+shardb) at the same time, each into its own results root, then `mprig merge` and `mprig
+status` on the merged directory. The host has no sch_netem, so tbf stands in
+(MPRIG_BENCH_TBF_FOR_NETEM=1): paths keep their rates but have no delay."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mprig import bundle
+from mprig.impair import STANDIN_ENV
+from mprig.rig import virtual
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
+
+# Each shard brings its rig up (namespaces, sshd, playbooks/rig.yml), runs 2 x 2 s of
+# traffic and tears the rig down: about a minute on an idle 2-core host, more when the
+# cores are busy, so the bound is loose and the time is printed, not asserted.
+LIMIT_S = 300
+
+CAMPAIGN = """\
+name: h17shards
+paths:
+  - {name: wifi, kind: wifi, rate_mbit: 8, delay_ms: 10}
+  - {name: cell, kind: cellular, rate_mbit: 4, delay_ms: 40}
+variants:
+  - {name: mptcp, protocol: mptcp}
+  - {name: tcp_wifi, protocol: tcp, path: wifi}
+repetitions: 2
+traffic: {tool: iperf3, duration_s: 2}
+"""
+
+
+def mprig(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mprig.cli", *args]
+
+
+def test_two_shards_on_two_rigs_merge_into_a_complete_campaign(tmp_path: Path) -> None:
+    spec = tmp_path / "c.yaml"
+    spec.write_text(CAMPAIGN)
+    env = {**os.environ, STANDIN_ENV: "1"}
+    t0 = time.monotonic()
+    shards = {
+        rig: subprocess.Popen(
+            mprig(
+                "run",
+                str(spec),
+                "--no-vm",
+                "--rig",
+                rig,
+                "--shard",
+                f"{i}/2",
+                "--results",
+                str(tmp_path / rig),
+                "--quiet",
+            ),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i, rig in enumerate(("sharda", "shardb"), start=1)
+    }
+    try:
+        outs = {rig: p.communicate(timeout=LIMIT_S) for rig, p in shards.items()}
+    finally:
+        for p in shards.values():  # SIGTERM: the runner tears its rig down and exits
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=60)
+    assert {rig: p.returncode for rig, p in shards.items()} == {"sharda": 0, "shardb": 0}, outs
+    dirs = [tmp_path / rig / "h17shards" for rig in shards]
+    docs = [json.loads((d / "campaign.json").read_text()) for d in dirs]
+    plan = [p["run_id"] for p in docs[0]["plan"]]
+    mine = [doc["shard"]["run_ids"] for doc in docs]
+    assert (len(plan), sorted(mine[0] + mine[1]), [len(m) for m in mine]) == (
+        4,
+        sorted(plan),
+        [2, 2],
+    )
+    for d, ids, rig in zip(dirs, mine, shards, strict=True):
+        for run_id in ids:
+            record = bundle.read_record(d / run_id)
+            assert (record["status"], record["run_id"]) == ("complete", run_id)
+            assert f"/tmp/mprig-{rig}/{run_id}/" in json.dumps(record["commands"])
+
+    out = tmp_path / "merged" / "h17shards"
+    merged = subprocess.run(mprig("merge", str(out), *map(str, dirs)),
+                            capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    assert (merged.returncode, merged.stdout) == (
+        0,
+        f"merged 4 of 4 planned runs from 2 directories into {out}\n",
+    ), merged.stderr
+    status = subprocess.run(mprig("status", str(out), "--json"),
+                            capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    rows = json.loads(status.stdout)
+    assert (status.returncode, [r["run_id"] for r in rows], {r["status"] for r in rows}) == (
+        0,
+        plan,
+        {"complete"},
+    )
+    assert (virtual.leftovers("sharda"), virtual.leftovers("shardb")) == ([], [])
+    print(f"two shards and the merge: {time.monotonic() - t0:.1f} s")
