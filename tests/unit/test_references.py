@@ -374,10 +374,12 @@ def test_self_comparisons_are_configuration_checks_counted_apart() -> None:
 
 def test_a_window_including_no_effect_is_uninformative() -> None:
     res = paper_results("003-scenario1-full")
-    # OOO-R 1.3 % +- 5 points includes 0 %; TCP-DOOR's 42.1 % does not
-    got = checks(res, ["003-t3-s1-nopr-co", "003-t3-s1-tcpdoor-un"])
-    assert got["003-t3-s1-nopr-co"].verdict == "uninformative"
-    assert "includes the no-effect value 0" in got["003-t3-s1-nopr-co"].reason
+    # OOO-R 1.8 % +- 2 SD of the synthetic runs (about 2.4 points) includes 0 %; TCP-DOOR's
+    # 42.1 % does not. (Co-CC's 1.3 % was used until the tcpdoor_fccc variant shifted the
+    # synthetic draws: its window came out at [0.01, 2.59].)
+    got = checks(res, ["003-t3-s1-nopr-un", "003-t3-s1-tcpdoor-un"])
+    assert got["003-t3-s1-nopr-un"].verdict == "uninformative"
+    assert "includes the no-effect value 0" in got["003-t3-s1-nopr-un"].reason
     assert got["003-t3-s1-tcpdoor-un"].verdict != "uninformative"
     flagged = [i for i, e in shipped().items() if refs.window_includes_no_effect(e)]
     assert "004-f9-never-below-tcp" in flagged  # MPTCP equal to TCP is "never below" it
@@ -489,8 +491,9 @@ def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
 
 def test_seed_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
     """Each Co-CC and FC-CC row of Tables III and IV meets the variant of its method and
-    coupling (FC-CC: BPF fccc; TCP-DOOR with Co-CC: cc tcpdoor_lia). TCP-DOOR with FC-CC
-    has no program, so no run; the quick profile runs FC-CC with NoPR and D-SACK only."""
+    coupling (FC-CC: BPF fccc; TCP-DOOR with Co-CC: cc tcpdoor_lia). The quick profile runs
+    FC-CC with NoPR and D-SACK only; TCP-DOOR's FC-CC rows meet the full profile's
+    tcpdoor_fccc (the test below)."""
     res = paper_results("003-scenario1-quick", reps=3)
     got = {
         ref_id: refs.matched_variants(res, entry)
@@ -508,3 +511,14 @@ def test_seed_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
         for rec in ("eifel", "frto", "tcpdoor"):
             want[f"003-t{table}-s1-{rec}-fc"] = (set(),)
     assert got == want
+
+
+@pytest.mark.parametrize("scenario", [1, 2, 3, 4])
+def test_seed_003_tcpdoor_fully_coupled_rows_meet_tcpdoor_fccc(scenario: int) -> None:
+    """TCP-DOOR under FC-CC is BPF door_fccc (cc tcpdoor_fccc): the rows of Tables III and IV
+    meet that variant of the full campaign and no other (not fccc with another recovery)."""
+    res = paper_results(f"003-scenario{scenario}-full")
+    ids = [f"003-t{table}-s{scenario}-tcpdoor-fc" for table in (3, 4)]
+    got = {i: refs.matched_variants(res, shipped()[i]) for i in ids}
+    assert got == dict.fromkeys(ids, ({"tcpdoor_fccc"},))
+    assert {shipped()[i].ref.requires.congestion_control for i in ids} == {("door_fccc",)}
