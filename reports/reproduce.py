@@ -119,10 +119,10 @@ PAPERS: dict[str, PaperPlan] = {
             "Congestion control: the paper ran coupled congestion control (RFC 6356 LIA) under "
             "every row. NoPR and D-SACK run it here (BPF lia: variants nopr_lia, dsack_lia); "
             "PR-R and TCP-DOOR are BPF congestion controls of their own (Reno per subflow) and "
-            "a subflow runs one algorithm, so their coupled rows need BPF programs combining "
-            "the response with LIA's increase (prr_lia, door_lia), not written yet: those "
-            "rows are not comparable. The uncoupled nopr/dsack/tcpdoor/prr variants compare "
-            "the four like for like on the rig (the tables below), not against the paper.",
+            "a subflow runs one algorithm, so their coupled rows run BPF programs combining "
+            "the response with LIA's increase (prr_lia, door_lia: variants prr_lia, "
+            "tcpdoor_lia). The uncoupled nopr/dsack/tcpdoor/prr variants compare the four like "
+            "for like on the rig (the tables below), not against the paper.",
             "SACK: every recovery preset has SACK on (D-SACK needs it, and it is the signal "
             "TCP-DOOR detects reordering from), so the variants differ in recovery only.",
             "Table I: the paper gives neither rates nor queue sizes for the Linux study it "
@@ -198,9 +198,9 @@ PAPERS: dict[str, PaperPlan] = {
             "Congestion control: Un-CC is per-subflow Reno; Co-CC is mprig's BPF lia (RFC 6356, "
             "state shared per MPTCP connection); FC-CC is mprig's BPF fccc (the NS-3 model's "
             "Fully_Coupled: 1/cwnd_total per packet acked, a loss takes cwnd_total/2 from the "
-            "subflow). TCP-DOOR runs on Un-CC (BPF door, Reno per subflow) and on Co-CC (BPF "
-            "door_lia); TCP-DOOR with FC-CC would need one program doing both (door_fccc, not "
-            "written), so that cell has no run.",
+            "subflow). TCP-DOOR runs on Un-CC (BPF door, Reno per subflow), on Co-CC (BPF "
+            "door_lia) and on FC-CC (BPF door_fccc: door's responses over fccc's decrease and "
+            "increase; full profile only, as the quick profile runs FC-CC with NoPR and D-SACK).",
         ),
         wifi=True,
     ),
@@ -681,10 +681,29 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
             [*e.get("rig_modes", []), *e.get("acceleration", []), *e.get("kernels", [])]
         )
         lines.append(f"| {seed} | {v.get('profile', '')} | {counts} | {rig} |")
+    lines += ordering_lines(reproductions)
     lines += ["", "Per reference: `reports/reproductions/<seed>/report.md`; a seed without a "
-              "committed reproduction runs with `make reproduce SEED=<seed>` (hours).", "",
+              "committed reproduction runs with `make papers-core` (about 2 h for all five) or "
+              "`make reproduce SEED=<seed>` (the full profile: days without KVM).", "",
               DOCS_END]  # fmt: skip
     return "\n".join(lines)
+
+
+def ordering_lines(reproductions: Path = REPRODUCTIONS) -> list[str]:
+    """The orderings judged in the committed reproductions (verdicts.json `orderings`)."""
+    import json
+
+    rows = []
+    for seed in PAPERS:
+        verdicts = reproductions / seed / "verdicts.json"
+        if verdicts.is_file():
+            for o in json.loads(verdicts.read_text()).get("orderings", []):
+                steps = ", ".join(o["steps"])
+                rows.append(f"| {seed} | {o['title']} | {steps} | {o['verdict']} |")
+    if not rows:
+        return []
+    head = ["", "| seed | ordering the paper shows | steps | verdict |", "|---|---|---|---|"]
+    return [*head, *rows]
 
 
 def update_docs(path: Path, reproductions: Path = REPRODUCTIONS) -> bool:

@@ -97,6 +97,11 @@ def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) ->
     row = "| 000 | full | " + " | ".join(str(v["counts"][k]) for k in VERDICTS)
     assert row + " | virtual, unrecorded, 6.12.0-synthetic |" in docs.read_text()
     assert "| 001 | – |" in docs.read_text() and "stale" not in docs.read_text()
+    for o in v["orderings"]:  # Table I's orderings and Table III's at 70 m, with verdicts
+        assert (
+            f"| 000 | {o['title']} | {', '.join(o['steps'])} | {o['verdict']} |" in docs.read_text()
+        )
+    assert len(v["orderings"]) == 5
     assert reproduce.update_docs(docs, written.parent) is False
 
 
