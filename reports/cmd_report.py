@@ -10,6 +10,7 @@ examples:
   mprig report results/smoke                   HTML, Markdown, LaTeX, CSV in results/smoke/report/
   mprig report results/smoke --format html     only the self-contained HTML file
   mprig report results/000-t3 --format md,tex --out paper/
+  mprig report results/smoke --overlay other/smoke   both campaigns on one figure per axis
 Then one line per variant and sweep point: the report's headline cells (mean ± 95 % t
 half-width, [low, high] when clipped at 0, "n too small" below 3 repetitions) and n.
 The last line printed is the path of the HTML report (when html is among the formats).
@@ -28,6 +29,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("results", type=Path, metavar="RESULTS", help="results/<campaign> directory")
     p.add_argument("--format", default="html,md,tex,csv", help="comma list of html,md,tex,csv")
     p.add_argument("--out", type=Path, default=None, help="output directory (RESULTS/report/)")
+    p.add_argument(
+        "--overlay",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RESULTS_B",
+        help="draw this campaign's metrics on the same figures (repeatable; e.g. another kernel)",
+    )
     p.set_defaults(func=run)
 
 
@@ -38,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     formats = report.parse_formats(args.format)
     loaded = results.load(args.results)
     out = args.out or args.results / "report"
-    written = report.write_report(loaded, out, formats)
+    overlays = [results.load(path) for path in args.overlay]
+    written = report.write_report(loaded, out, formats, overlays)
     counts = (len(loaded.complete), len(loaded.runs) - len(loaded.complete), len(loaded.missing))
     print(
         f"report {loaded.name}: {counts[0]} complete, {counts[1]} failed, {counts[2]} missing runs"

@@ -162,32 +162,70 @@ def cdf_run_figure(results: Results, out: Path) -> Plot | None:
     return _save(fig, out, "cdf_per_run", "CDF of per-run rates per variant (every sweep point)")
 
 
-def cdf_ooo_figure(results: Results, out: Path) -> Plot | None:
-    """CDF of the OOO queue occupancy per time bin (capture), one line per variant."""
+def series_samples(results: Results, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Series name -> variant -> every sample of it (all paths and subflows) over the first
+    MAX_CDF_RUNS complete runs with a timeseries.parquet, read once per run."""
     import numpy as np
 
     frame = results.complete.sort_values(["variant", "run_id"], kind="stable")
-    samples: dict[str, list[Any]] = {}
+    parts: dict[str, dict[str, list[Any]]] = {}
     for run in frame.head(MAX_CDF_RUNS).to_dict("records"):
         path = results.root / str(run["run_id"]) / "timeseries.parquet"
         if not path.is_file():
             continue
         ts = read_timeseries(path)
-        series = ts.get("ooo_bytes_max") or ts.get("ooo_bytes") or {}
-        for part in series.values():
-            samples.setdefault(str(run["variant"]), []).append(part["value"].to_numpy())
-    if not samples:
-        return None
-    fig = _new(size=(6.4, 4.0))
-    ax = fig.axes[0]
-    for variant, parts in sorted(samples.items()):
-        x, y = ecdf(np.concatenate(parts) / 1024)
-        ax.step(x, y, where="post", label=variant)
-    ax.set_xlabel("OOO queue occupancy per time bin (KB)")
-    ax.set_ylabel("share of bins")
+        for name in names:
+            for part in (ts.get(name) or {}).values():
+                into = parts.setdefault(name, {}).setdefault(str(run["variant"]), [])
+                into.append(part["value"].to_numpy(dtype=float))
+    return {
+        name: {v: np.concatenate(arrays) for v, arrays in sorted(by_variant.items())}
+        for name, by_variant in parts.items()
+    }
+
+
+def _cdf_panel(ax: Axes, by_variant: dict[str, Any], xlabel: str, ylabel: str) -> None:
+    for variant, values in by_variant.items():
+        x, y = ecdf(values)
+        ax.step(x, y, where="post", label=f"{variant} ({x.size} samples)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+
+
+def cdf_ooo_figure(results: Results, out: Path) -> Plot | None:
+    """CDF of the OOO queue occupancy per time bin (capture), one line per variant."""
+    samples = series_samples(results, ("ooo_bytes_max", "ooo_bytes"))
+    by_variant = samples.get("ooo_bytes_max") or samples.get("ooo_bytes")
+    if not by_variant:
+        return None
+    fig = _new(size=(6.4, 4.0))
+    kb = {v: values / 1024 for v, values in by_variant.items()}
+    _cdf_panel(fig.axes[0], kb, "OOO queue occupancy per time bin (KB)", "share of bins")
     return _save(fig, out, "cdf_ooo_occupancy", "CDF of the OOO queue occupancy per time bin")
+
+
+# Latency samples the collectors keep per run: (series, label with instrument, to ms).
+LATENCY = (
+    ("srtt_ms", "RTT per ss sample, every subflow (srtt, ms)", 1.0),
+    ("block_delay_s", "delay per block, blocks tool (send to receive, ms)", 1e3),
+)
+
+
+def cdf_latency_figure(results: Results, out: Path) -> Plot | None:
+    """CDFs of per-sample latency, one line per variant: the sender's smoothed RTT of every
+    ss sample and, for the blocks traffic tool, the delay of every block."""
+    samples = series_samples(results, tuple(name for name, _, _ in LATENCY))
+    shown = [(name, label, scale) for name, label, scale in LATENCY if samples.get(name)]
+    if not shown:
+        return None
+    fig = _new(ncols=len(shown), size=(6.4, 4.0))
+    for ax, (name, label, scale) in zip(fig.axes, shown, strict=True):
+        scaled = {v: values * scale for v, values in samples[name].items()}
+        _cdf_panel(ax, scaled, label, "share of samples")
+    title = "CDF of latency per sample: " + "; ".join(label for _, label, _ in shown)
+    return _save(fig, out, "cdf_latency", title)
 
 
 def box_groups(results: Results, column: str) -> list[tuple[str, list[float]]]:
@@ -323,17 +361,85 @@ def _plot_series(
     scale: float,
     xlim: tuple[float, float],
     traffic: tuple[float, float] | None = None,
+    events: tuple[Event, ...] = (),
 ) -> None:
     for path, part in series.items():
         ax.plot(part["t_s"], part["value"] * scale, label=path or "connection", linewidth=1)
     if traffic is not None:
         ax.axvspan(*traffic, color="grey", alpha=0.1, label="traffic")
+    _mark_events(ax, list(events))
     ax.set_xlim(xlim[0], max(xlim[1], traffic[1] if traffic else 0.0))
     ax.set_xlabel("time since the run's start (s)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    if len(series) > 1 or traffic is not None:
+    if len(series) > 1 or traffic is not None or events:
         ax.legend(fontsize="small")
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened during a run, marked on its time-series panels."""
+
+    t_s: float  # seconds since the run's start
+    kind: str  # "retransmission (ss)" or "RBPM <action>"
+    where: str  # path or subflow; "" for the connection
+
+
+def retransmission_events(ts: dict[str, dict[str, pd.DataFrame]]) -> list[Event]:
+    """One event per ss sample at which a subflow's cumulative `retrans` counter grew."""
+    import numpy as np
+
+    out = []
+    for where, part in sorted((ts.get("retrans") or {}).items()):
+        values = part["value"].to_numpy(dtype=float)
+        grew = np.flatnonzero(np.diff(values) > 0) + 1
+        out += [Event(float(part["t_s"].iloc[i]), "retransmission (ss)", where) for i in grew]
+    return out
+
+
+def rbpm_events(text: str, started: float, name: str = "rbpm.jsonl") -> list[Event]:
+    """RBPM's actions from its log (docs/bundle.md): steps whose action is not `none`.
+    STARTED: the run's start (run.json `timings.started`); NAME is used in errors."""
+    import json
+
+    from mprig.errors import UsageError
+
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            entry = json.loads(line) if line.strip() else {}
+            action = (entry.get("decision") or {}).get("action", "none")
+            t = float(entry["t"]) - started if entry.get("event") == "step" else None
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise UsageError(f"{name}:{number}: not an RBPM log line ({e})") from e
+        if t is not None and action != "none":
+            out.append(Event(t, f"RBPM {action}", ""))
+    return out
+
+
+def run_events(
+    results: Results, run_id: str, ts: dict[str, dict[str, pd.DataFrame]]
+) -> list[Event]:
+    """Events of one run: ss retransmissions, and RBPM's actions where its log is kept."""
+    events = retransmission_events(ts)
+    log = results.root / run_id / "rbpm.jsonl"
+    started = (results.bundles.get(run_id, {}).get("timings") or {}).get("started")
+    if log.is_file() and isinstance(started, int | float):
+        events += rbpm_events(log.read_text(errors="replace"), float(started), str(log))
+    return events
+
+
+def _mark_events(ax: Axes, events: list[Event]) -> None:
+    """Retransmissions as ticks along the bottom edge, other events as dashed lines."""
+    retrans = [e.t_s for e in events if e.kind.startswith("retransmission")]
+    if retrans:
+        ax.plot(retrans, [0.02] * len(retrans), linestyle="none", marker="|", markersize=8,
+                color="red", transform=ax.get_xaxis_transform(),
+                label=f"retransmission (ss), {len(retrans)}")  # fmt: skip
+    for kind in sorted({e.kind for e in events} - {"retransmission (ss)"}):
+        for i, e in enumerate(x for x in events if x.kind == kind):
+            ax.axvline(e.t_s, color="purple", linestyle="--", linewidth=0.8,
+                       label=kind if i == 0 else None)  # fmt: skip
 
 
 def timeseries_panels(ts: dict[str, dict[str, pd.DataFrame]]) -> list[tuple[str, str, float]]:
@@ -343,7 +449,8 @@ def timeseries_panels(ts: dict[str, dict[str, pd.DataFrame]]) -> list[tuple[str,
 
 def timeseries_figures(results: Results, out: Path) -> list[Plot]:
     """Per-subflow throughput (capture), srtt and cwnd (ss) and the OOO queue occupancy
-    (capture) over time from the run's start, one figure per shown run."""
+    (capture) over time from the run's start, one figure per shown run, with its events
+    marked (retransmissions, RBPM actions: `run_events`)."""
     plots = []
     for run in _timeseries_runs(results):
         ts = read_timeseries(results.root / str(run["run_id"]) / "timeseries.parquet")
@@ -356,8 +463,9 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
             ax.set_visible(False)
         xlim = time_limits(ts)
         traffic = traffic_window(results.bundles.get(str(run["run_id"]), {}))
+        events = tuple(run_events(results, str(run["run_id"]), ts))
         for ax, (s, label, scale) in zip(fig.axes, panels, strict=False):
-            _plot_series(ax, ts[s], label, scale, xlim, traffic)
+            _plot_series(ax, ts[s], label, scale, xlim, traffic, events)
         point = {a: run[a] for a in results.axes}
         title = f"{run['run_id']}: {run['variant']}, {point_label(point)}"
         plots.append(_save(fig, out, f"timeseries_{run['run_id']}", title))
@@ -367,6 +475,6 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
 def all_figures(results: Results, out: Path) -> list[Plot]:
     """Every figure of a report, in report order."""
     plots = axis_figures(results, out)
-    more = (box_figure, scatter_figure, cdf_run_figure, cdf_ooo_figure)
+    more = (box_figure, scatter_figure, cdf_run_figure, cdf_ooo_figure, cdf_latency_figure)
     plots += [p for p in (make(results, out) for make in more) if p]
     return plots + timeseries_figures(results, out)

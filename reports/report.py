@@ -363,12 +363,18 @@ def parse_formats(text: str, allowed: tuple[str, ...] = FORMATS) -> list[str]:
     return chosen
 
 
-def write_report(results: Results, out: Path, formats: list[str]) -> dict[str, Path]:
-    """Write the chosen formats into OUT; returns format -> main file written."""
-    from reports import figures, references
+def write_report(
+    results: Results, out: Path, formats: list[str], overlays: Iterable[Results] = ()
+) -> dict[str, Path]:
+    """Write the chosen formats into OUT; returns format -> main file written. OVERLAYS:
+    campaigns drawn on the same figures as RESULTS (reports/overlay.py)."""
+    from reports import figures, overlay, references
 
     out.mkdir(parents=True, exist_ok=True)
     plots = figures.all_figures(results, out / "figures") if set(formats) - {"csv"} else []
+    overlays = list(overlays)
+    if overlays and set(formats) - {"csv"}:
+        plots += overlay.overlay_figures([results, *overlays], out / "figures")
     report = build(results, plots, references.load_for(results))
     written: dict[str, Path] = {}
     if "csv" in formats:
