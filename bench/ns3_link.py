@@ -76,7 +76,7 @@ def one_point(count: int, rate: float, seconds: float, out: Path) -> dict[str, A
                 ["ip", "netns", "exec", ns(i, "c"), "iperf3", "-s", "-1", "-J"],
                 stdout=subprocess.PIPE,
                 text=True,
-            )  # fmt: skip
+            )
             for i in range(1, count + 1)
         ]
         time.sleep(0.5)
@@ -99,7 +99,7 @@ def one_point(count: int, rate: float, seconds: float, out: Path) -> dict[str, A
                     "1400",
                 ],
                 stdout=subprocess.DEVNULL,
-            )  # fmt: skip
+            )
             for i in range(1, count + 1)
         ]
         for c in clients:
