@@ -218,9 +218,7 @@ def _ns3_issue(path: Path) -> str:
             "ns3 simulates one 802.11 link, so it needs kind: wifi and distance_m (the "
             "station's distance to the AP); give both, or use engine: netem (the default)"
         )
-    extra = [
-        f for f in NETEM_ONLY_FIELDS for d in (path.down, path.up) if getattr(d, f)
-    ]
+    extra = [f for f in NETEM_ONLY_FIELDS for d in (path.down, path.up) if getattr(d, f)]
     if extra:
         return (
             f"ns3 simulates the link's own delay and loss; remove {', '.join(dict.fromkeys(extra))}"
