@@ -2,11 +2,11 @@
 (Table I's gain falling with the delay difference, Table III's solutions at 70 m), judged
 on our runs from the rows' own checks.
 
-A step "a above b" holds when a's 95 % interval lies wholly above b's, is reversed when it
-lies wholly below, and is open otherwise (disjoint 95 % intervals are a conservative test
-of a difference: an open step may still be real, and the table says so). The ordering is
-reproduced when every step holds, contradicted when any step is reversed, not comparable
-when a row has no estimate, otherwise inconclusive.
+A step "a above b" holds when the 95 % interval of the difference a - b lies above 0, is
+reversed when it lies below 0, and is open otherwise. The rows are independent samples, so
+the difference's half-width is sqrt(h_a^2 + h_b^2) from the rows' own half-widths (each a
+t x standard error). The ordering is reproduced when every step holds, contradicted when
+any step is reversed, not comparable when a row has no interval, otherwise inconclusive.
 
 Pure: checks in, verdicts and Markdown out.
 """
@@ -106,14 +106,16 @@ def _interval(c: Check | None) -> tuple[float, float] | None:
 
 
 def step(a: Check | None, b: Check | None) -> str:
-    """holds: a's interval wholly above b's; reversed: wholly below; open: they overlap;
-    missing: a side has no interval."""
+    """holds: the difference a - b is above 0 beyond its 95 % half-width; reversed: below
+    0 beyond it; open: within it; missing: a side has no interval."""
     ia, ib = _interval(a), _interval(b)
-    if ia is None or ib is None:
+    if ia is None or ib is None or a is None or b is None or a.ours is None or b.ours is None:
         return "missing"
-    if ia[0] > ib[1]:
+    half = math.hypot((ia[1] - ia[0]) / 2, (ib[1] - ib[0]) / 2)
+    diff = a.ours - b.ours
+    if diff > half:
         return "holds"
-    if ia[1] < ib[0]:
+    if diff < -half:
         return "reversed"
     return "open"
 
@@ -156,9 +158,9 @@ def lines(judged: list[Judged]) -> list[str]:
     out = [
         "### Orderings the paper shows",
         "",
-        "Each step holds when the upper row's 95 % interval lies wholly above the lower "
-        "row's, and is reversed when wholly below; overlapping intervals leave it open "
-        "(a conservative test: an open step may still be a real difference).",
+        "A step holds when the 95 % interval of the difference (upper row minus lower row, "
+        "half-width sqrt(h1^2 + h2^2) from the rows' own intervals) lies above 0, is reversed "
+        "when it lies below 0, and stays open otherwise.",
         "",
         "| ordering | paper | ours, in the paper's order (mean [95 % CI]) | steps | verdict |",
         "|---|---|---|---|---|",

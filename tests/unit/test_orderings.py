@@ -1,6 +1,7 @@
-"""Orderings the papers show (reports/orderings.py): a step holds only when the upper row's
-95 % interval lies wholly above the lower's; the verdict cannot pass on missing rows,
-overlapping intervals or a reversal; every ordering names shipped references."""
+"""Orderings the papers show (reports/orderings.py): a step holds only when the 95 %
+interval of the difference of two rows lies above 0; the verdict cannot pass on missing
+rows, a difference within its interval or a reversal; every ordering names shipped
+references."""
 
 from __future__ import annotations
 
@@ -30,9 +31,12 @@ def test_disjoint_intervals_in_the_papers_order_reproduce_it() -> None:
     assert j.ours[0] == "90 [80, 100]"
 
 
-def test_overlapping_intervals_leave_it_open_even_when_the_means_are_ordered() -> None:
+def test_a_difference_within_its_interval_leaves_it_open_even_when_the_means_are_ordered() -> None:
     j = judge((90, 60, 120), (80, 50, 110), (20, 10, 30))
     assert (j.verdict, [s.state for s in j.steps]) == ("inconclusive", ["open", "holds"])
+    # overlapping intervals can still hold: difference 15, half-width hypot(10, 10) = 14.1
+    assert orderings.step(check("a", 75, 65, 85), check("b", 60, 50, 70)) == "holds"
+    assert orderings.step(check("a", 73, 63, 83), check("b", 60, 50, 70)) == "open"
 
 
 def test_a_reversed_step_contradicts_it() -> None:
