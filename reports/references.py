@@ -39,7 +39,7 @@ REFERENCES_DIR = Path(__file__).parent / "references"
 RefId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{2,95}$")]
 Scalar = float | int | str | bool
 COUPLED_CC = frozenset(
-    {"lia", "olia", "balia", "wvegas", "fully_coupled", "fccc", "prr_lia", "door_lia"}
+    {"lia", "olia", "balia", "wvegas", "fully_coupled", "fccc", "prr_lia", "door_lia", "door_fccc"}
 )  # multipath-aware
 
 
