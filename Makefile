@@ -56,11 +56,12 @@ run: setup
 	$(BIN)/mprig report $(RESULTS)
 
 # `make test` is what CI runs (under 45 minutes on 2 cores); tests marked `long` (Ansible
-# converging site.yml inside the emulated VM, about 20 minutes) run with `make test-long`.
+# converging site.yml inside the emulated VM, about 20 minutes; the ns-3 real-time engine,
+# which needs libns3-dev) run with `make test-long`.
 test: setup
 	$(BIN)/python -m pytest -m "not long" tests
 
-test-long: setup
+test-long: setup ns3-engine
 	$(BIN)/python -m pytest -m long tests
 
 unit: venv
