@@ -5,19 +5,32 @@ Each tool has an argv builder here and a pure parser; the runner starts and stop
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import itertools
 import re
 import statistics
+import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from mprig.rig.host import check_interface
 
 SSH_PORT = 22  # the management SSH traffic is left out of every capture
+# IP only: ARP, LLDP and the EAPOL frames of a Wi-Fi client's WPA2 key exchange stay out.
+CAPTURE_FILTER = ["(", "ip", "or", "ip6", ")", "and", "not", "tcp", "port", str(SSH_PORT)]
 
 
-def tcpdump_argv(out: str, snaplen: int) -> list[str]:
-    """tcpdump on every interface (Linux SLL2), packet-buffered, without the SSH traffic."""
+def tcpdump_argv(out: str, snaplen: int, interface: str) -> list[str]:
+    """tcpdump on one data interface, packet-buffered, IP only, without the SSH traffic.
+    A host with several data interfaces runs one per interface (never `-i any`, which also
+    records the management network and a Wi-Fi client's key exchanges); merge_pcaps joins
+    their files."""
     return [
-        *["tcpdump", "-i", "any", "-n", "-U", "-s", str(snaplen), "-w", out],
-        *["not", "tcp", "port", str(SSH_PORT)],
+        *["tcpdump", "-i", check_interface(interface), "-n", "-U", "-s", str(snaplen)],
+        *["-w", out, *CAPTURE_FILTER],
     ]
 
 
@@ -43,15 +56,158 @@ _SUMMARY = {
 
 
 def parse_tcpdump_exit(log: str) -> TcpdumpSummary:
-    """Parse tcpdump's stderr after SIGINT; ValueError when the summary is missing (the
-    capture did not end cleanly)."""
-    values = {}
-    for key, pattern in _SUMMARY.items():
-        m = pattern.search(log)
-        if m is None:
-            raise ValueError(f"tcpdump: no '{key}' line in its exit summary")
-        values[key] = int(m.group(1))
-    return TcpdumpSummary(**values)
+    """Parse tcpdump's stderr after SIGINT (or join_tcpdump_logs' text: the interfaces'
+    summaries added up); ValueError when a summary is missing (a capture did not end
+    cleanly), naming the interface."""
+    total = TcpdumpSummary(0, 0, 0)
+    for name, text in _log_sections(log):
+        values = {}
+        for key, pattern in _SUMMARY.items():
+            m = pattern.search(text)
+            if m is None:
+                where = f"{name}: " if name else ""
+                raise ValueError(f"tcpdump: {where}no '{key}' line in its exit summary")
+            values[key] = int(m.group(1))
+        total = TcpdumpSummary(
+            total.captured + values["captured"],
+            total.received + values["received"],
+            total.kernel_drops + values["kernel_drops"],
+        )
+    return total
+
+
+LOG_HEADER = "# tcpdump -i "  # starts each interface's part of a joined log
+
+
+def join_tcpdump_logs(logs: dict[str, str]) -> str:
+    """One text of several interfaces' tcpdump logs (the bundle's tcpdump-<host>.log)."""
+    return "".join(f"{LOG_HEADER}{name}\n{text.rstrip()}\n" for name, text in logs.items())
+
+
+def _log_sections(log: str) -> list[tuple[str, str]]:
+    """(interface, text) per part of a joined log; ("", log) for a single tcpdump's log."""
+    if not log.startswith(LOG_HEADER):
+        return [("", log)]
+    parts = log.split(f"\n{LOG_HEADER}")
+    out = []
+    for part in parts:
+        head, _, body = part.removeprefix(LOG_HEADER).partition("\n")
+        out.append((head.strip(), body))
+    return out
+
+
+# -- joining per-interface captures ----------------------------------------------------------
+
+_PCAP_MAGIC = {  # classic pcap magic -> (byte order, timestamp fraction per second)
+    0xA1B2C3D4: ("<", 1_000_000),
+    0xA1B23C4D: ("<", 1_000_000_000),
+    0xD4C3B2A1: (">", 1_000_000),
+    0x4D3CB2A1: (">", 1_000_000_000),
+}
+
+
+@dataclass(frozen=True)
+class PcapHeader:
+    """What a classic pcap file's header says."""
+
+    order: str  # struct byte order of the file
+    per_second: int  # timestamp fractions per second (1e6 or 1e9)
+    snaplen: int
+    linktype: int
+
+
+def read_pcap_header(f: IO[bytes], name: str) -> PcapHeader:
+    """The header of a classic pcap file (as tcpdump -w writes); ValueError naming it."""
+    head = f.read(24)
+    if len(head) < 24:
+        raise ValueError(f"{name}: not a pcap file (only {len(head)} bytes)")
+    magic = struct.unpack("<I", head[:4])[0]
+    if magic not in _PCAP_MAGIC:
+        raise ValueError(f"{name}: not a classic pcap file (magic {head[:4].hex()})")
+    order, per_second = _PCAP_MAGIC[magic]
+    snaplen, linktype = struct.unpack(order + "II", head[16:24])
+    return PcapHeader(order, per_second, snaplen, linktype & 0x0FFFFFFF)
+
+
+def pcap_records(f: IO[bytes], h: PcapHeader) -> Iterator[tuple[int, int, bytes]]:
+    """(time ns, original length, captured bytes) per record; a record cut short at the
+    end (tcpdump killed mid-write) ends the file."""
+    scale = 1_000_000_000 // h.per_second
+    while len(rec := f.read(16)) == 16:
+        sec, frac, caplen, origlen = struct.unpack(h.order + "IIII", rec)
+        data = f.read(caplen)
+        if len(data) < caplen:
+            return
+        yield (sec * 1_000_000_000 + frac * scale, origlen, data)
+
+
+def _block(kind: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    n = len(body) + 12
+    return struct.pack("<II", kind, n) + body + struct.pack("<I", n)
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+
+
+def pcapng_idb(linktype: int, snaplen: int, name: str) -> bytes:
+    """An interface description block: if_name, and nanosecond timestamps (if_tsresol 9)."""
+    options = _option(2, name.encode()) + _option(9, b"\x09") + _option(0, b"")
+    return _block(1, struct.pack("<HHI", linktype, 0, snaplen) + options)
+
+
+def pcapng_epb(interface: int, t_ns: int, origlen: int, data: bytes) -> bytes:
+    """An enhanced packet block."""
+    head = struct.pack("<IIIII", interface, t_ns >> 32, t_ns & 0xFFFFFFFF, len(data), origlen)
+    return _block(6, head + data)
+
+
+PCAPNG_SHB = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+
+def merge_pcaps(parts: Sequence[tuple[str, Path]], out: Path) -> int:
+    """Join one host's per-interface captures (interface name, classic pcap file) into one
+    pcapng file, packets in time order, each tagged with its interface; returns the packet
+    count. Reads every file once, streaming."""
+    with contextlib.ExitStack() as stack:
+        streams = []
+        with out.open("wb") as w:
+            w.write(PCAPNG_SHB)
+            for k, (name, path) in enumerate(parts):
+                f = stack.enter_context(path.open("rb"))
+                h = read_pcap_header(f, str(path))
+                w.write(pcapng_idb(h.linktype, h.snaplen, name))
+                streams.append(((t, k, n, d) for t, n, d in pcap_records(f, h)))
+            count = 0
+            for t, k, origlen, data in heapq.merge(*streams, key=lambda r: (r[0], r[1])):
+                w.write(pcapng_epb(k, t, origlen, data))
+                count += 1
+    return count
+
+
+def pcapng_interfaces(path: Path) -> list[tuple[str, int]]:
+    """(if_name, linktype) of every interface block of a pcapng file (for checks)."""
+    data, found, pos = path.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        kind, n = struct.unpack("<II", data[pos : pos + 8])
+        if kind == 1:
+            linktype = struct.unpack("<H", data[pos + 8 : pos + 10])[0]
+            found.append((_if_name(data[pos + 16 : pos + n - 4]), linktype))
+        pos += n
+    return found
+
+
+def _if_name(options: bytes) -> str:
+    pos = 0
+    while pos + 4 <= len(options):
+        code, n = struct.unpack("<HH", options[pos : pos + 4])
+        if code == 2:
+            return options[pos + 4 : pos + 4 + n].decode()
+        if code == 0:
+            break
+        pos += 4 + n + (-n % 4)
+    return ""
 
 
 # The ss sampler: on a fixed schedule every $1 microseconds, a `# <unix time>` header, then

@@ -9,7 +9,8 @@ from functools import partial
 from mprig import capture, impair, knobs, rbpm_run, traffic, wifi
 from mprig.errors import UsageError
 from mprig.plan import Run
-from mprig.rig.host import PathLink
+from mprig.rig import layout
+from mprig.rig.host import PathLink, Rig
 
 SERVER_ADDR_PLACEHOLDER = "SERVER_ADDR"  # shown by `plan --commands` when no rig is up
 Command = tuple[str, list[str]]  # (host, argv)
@@ -30,6 +31,18 @@ class RunCommands:
 def remote_dir(rig: str, run_id: str, host: str) -> str:
     """Where a host keeps a run's files until they are fetched."""
     return f"/tmp/mprig-{rig}/{run_id}/{host}"
+
+
+def pcap_path(rig: str, run_id: str, host: str, interface: str) -> str:
+    """Where tcpdump on one of host's data interfaces writes during a run."""
+    return f"{remote_dir(rig, run_id, host)}/{host}-{interface}.pcap"
+
+
+def data_interfaces(rig: Rig) -> dict[str, tuple[str, ...]]:
+    """Per host, its data interfaces: the lab inventory's, or the virtual rig's layout."""
+    if rig.data_ifs or not rig.mode.startswith("virtual"):
+        return rig.data_ifs
+    return layout.data_interfaces(rig.paths)
 
 
 def sender(run: Run) -> str:
@@ -128,14 +141,18 @@ def for_run(
     server_addr: str = SERVER_ADDR_PLACEHOLDER,
     rig: str = "virtual",
     iperf3_mptcp_flag: bool = False,
+    data_ifs: dict[str, tuple[str, ...]] | None = None,
 ) -> list[Command]:
     """The exact (host, argv) list a run applies: knobs and endpoints, netem on each router
     in both directions, capture, traffic server and client, teardown (the RBPM
-    controller's source text shown as its file name)."""
+    controller's source text shown as its file name). Captures run on each data interface
+    of a capturing host (`data_ifs`, default the virtual rig's layout)."""
     c = build(run, links, server_addr=server_addr, rig=rig, iperf3_mptcp_flag=iperf3_mptcp_flag)
+    ifs = data_ifs or layout.data_interfaces(links)
     caps = [
-        (h, capture.tcpdump_argv(f"{remote_dir(rig, run.run_id, h)}/{h}.pcap", run.capture.snaplen))
+        (h, capture.tcpdump_argv(pcap_path(rig, run.run_id, h, i), run.capture.snaplen, i))
         for h in (run.capture.hosts if run.capture.enabled else ())
+        for i in ifs.get(h, ())
     ]
     snd = sender(run)
     return [

@@ -247,8 +247,11 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
     waits: list[tuple[str, Cmd]] = []
     for h in cap.hosts if cap.enabled else ():
         d = a.remote(h)
-        b.add(h, Cmd(capture.tcpdump_argv(f"{d}/{h}.pcap", cap.snaplen), log=f"{d}/tcpdump.log"))
-        waits.append((h, wait_cmd('logged "$1" "listening on"', f"{d}/tcpdump.log")))
+        for i in capture_interfaces(a.rig, h):
+            out = commands.pcap_path(a.rig.name, a.run.run_id, h, i)
+            log = f"{d}/tcpdump-{i}.log"
+            b.add(h, Cmd(capture.tcpdump_argv(out, cap.snaplen, i), log=log))
+            waits.append((h, wait_cmd('logged "$1" "listening on"', log)))
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
@@ -260,6 +263,18 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
         waits.append((host, wait_cmd('listening "$1"', str(port))))
     for host, cmd in waits:
         b.add(host, cmd)
+
+
+def capture_interfaces(rig: Rig, host: str) -> tuple[str, ...]:
+    """Where tcpdump runs on a capturing host: each of its data interfaces, never `any`."""
+    ifs = commands.data_interfaces(rig).get(host, ())
+    if not ifs:
+        raise RunFailed(
+            f"{host}: no data interfaces to capture on (set mprig_data_interfaces for it in"
+            " the inventory)",
+            transient=False,
+        )
+    return ifs
 
 
 def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
@@ -327,7 +342,8 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     files: dict[str, list[str]] = {}
     cap = a.run.capture
     for host in cap.hosts if cap.enabled else ():
-        files.setdefault(host, []).extend([f"{host}.pcap", "tcpdump.log"])
+        for i in capture_interfaces(a.rig, host):
+            files.setdefault(host, []).extend([f"{host}-{i}.pcap", f"tcpdump-{i}.log"])
     files.setdefault(commands.sender(a.run), []).append("ss.txt")
     if a.run.variant.path_manager == "rbpm":
         files.setdefault("client", []).append(rbpm_run.LOG)
@@ -359,7 +375,27 @@ def fetch_stage(a: Attempt) -> None:
 
     t0 = time.monotonic()
     batch.parallel(fetch, list(files))
+    join_captures(a)
     a.stage_s["fetch"] = round(time.monotonic() - t0, 3)
+
+
+def join_captures(a: Attempt) -> None:
+    """Each capturing host's per-interface captures become `<host>.pcap` (pcapng, one
+    interface block per data interface, packets in time order) and their tcpdump logs
+    `tcpdump-<host>.log`; the fetched parts are removed."""
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        ifs = capture_interfaces(a.rig, host)
+        parts = [(i, a.staging / bundle_name(host, f"{host}-{i}.pcap")) for i in ifs]
+        logs = [(i, a.staging / bundle_name(host, f"tcpdump-{i}.log")) for i in ifs]
+        try:
+            capture.merge_pcaps(parts, a.staging / f"{host}.pcap")
+        except ValueError as e:
+            raise RunFailed(f"{host}: capture: {e}", transient=True) from None
+        text = {i: p.read_text(errors="replace") for i, p in logs}
+        (a.staging / bundle_name(host, "tcpdump.log")).write_text(capture.join_tcpdump_logs(text))
+        for _, p in parts + logs:
+            p.unlink()
 
 
 def bundle_name(host: str, remote_name: str) -> str:
@@ -367,8 +403,10 @@ def bundle_name(host: str, remote_name: str) -> str:
     if remote_name in ("ss.txt", "tcpdump.log"):
         stem, ext = remote_name.split(".")
         return f"{stem}-{host}.{ext}"
-    if remote_name.startswith("bulk-"):
-        return f".{remote_name}"  # merged into bulk.json, then removed
+    if remote_name.startswith("bulk-") or remote_name.endswith(".pcap"):
+        return f".{remote_name}"  # merged into bulk.json / <host>.pcap, then removed
+    if remote_name.startswith("tcpdump-"):
+        return f".tcpdump-{host}-{remote_name.removeprefix('tcpdump-')}"  # joined, removed
     return remote_name
 
 

@@ -6,10 +6,27 @@ and a lab inventory both produce a `Rig`; the runner only sees this module's typ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Protocol
+
+# A Linux interface name (IFNAMSIZ - 1 characters, no slash or space), and not one that
+# captures more than a data interface.
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,14}$")
+NOT_DATA = {"any", "lo"}
+
+
+def check_interface(name: str) -> str:
+    """`name` if it can be a data interface; ValueError otherwise (`any`, `lo`, a name
+    tcpdump would read as an option, or no Linux interface name)."""
+    if name in NOT_DATA or not IFNAME_RE.match(name):
+        raise ValueError(
+            f"{name!r} is not a data interface name (1-15 of A-Z a-z 0-9 _ . : @ -, not"
+            " starting with -; never any or lo)"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,9 @@ class Rig:
     paths: tuple[PathLink, ...]
     server_addr: str  # address iperf3 and bulk transfers connect to
     mode: str  # "lab", "virtual-native" or "virtual-vm"
+    # host -> its data interfaces, where captures run (a lab inventory's
+    # mprig_data_interfaces; empty on a virtual rig, whose layout says them)
+    data_ifs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def close(self) -> None:
         """End every host's long-lived session."""

@@ -7,7 +7,9 @@ The virtual rig's inventory is written in exactly the format a lab inventory use
 - `mptcp_endpoints` on the client (address, dev, flags) for the mptcp role;
 - `mprig_paths` (one entry per path: name, kind, client_if, client_addr, router,
   router_client_if, router_server_if) and `mprig_server_addr` for the runner;
-- `mprig_ssh_config` (lab: optional) naming the ssh_config the runner uses.
+- `mprig_ssh_config` (lab: optional) naming the ssh_config the runner uses;
+- `mprig_data_interfaces` per host: the interfaces experiment traffic crosses (captures
+  run on each, never on `-i any`); required on client and server.
 
 inventory/virtual/hosts.yml is render_inventory() for the default rig and the smoke paths;
 a unit test keeps it in sync. `mprig rig up` renders the chosen rig into its state dir.
@@ -29,7 +31,7 @@ import yaml
 
 from mprig.errors import UsageError, escape
 from mprig.rig import layout as L
-from mprig.rig.host import PathLink, Rig
+from mprig.rig.host import PathLink, Rig, check_interface
 
 REPO = Path(__file__).resolve().parents[2]
 VIRTUAL_INVENTORY = REPO / "inventory" / "virtual"
@@ -54,6 +56,7 @@ def _groups(links: Sequence[PathLink]) -> dict[str, list[str]]:
 
 def _host_vars(host: str, links: Sequence[PathLink]) -> dict[str, Any]:
     hv: dict[str, Any] = {"ansible_host": L.mgmt_addr(host)}
+    hv["mprig_data_interfaces"] = list(L.data_interfaces(links)[host])
     if host == "client":
         hv["mptcp_endpoints"] = [
             {"address": link.client_addr, "dev": link.client_if, "flags": ["subflow"]}
@@ -175,7 +178,46 @@ def rig_from_inventory(
     hosts = {name: SshHost(name, name, config) for name in hostvars}
     links = tuple(PathLink(**p) for p in first["mprig_paths"])
     name = str(first.get("mprig_rig", path.name))
-    return Rig(name, dict(hosts), links, str(first["mprig_server_addr"]), "lab")
+    ifs = data_interfaces(path, hostvars, links)
+    return Rig(name, dict(hosts), links, str(first["mprig_server_addr"]), "lab", ifs)
+
+
+CAPTURE_HOSTS = ("client", "server")  # hosts a campaign can capture on (spec capture.hosts)
+WHY_DATA = (
+    "list the interfaces that carry experiment traffic (captures run on each of them,"
+    " never on -i any)"
+)
+
+
+def data_interfaces(
+    path: Path, hostvars: dict[str, dict[str, Any]], links: Sequence[PathLink]
+) -> dict[str, tuple[str, ...]]:
+    """Every host's `mprig_data_interfaces`, checked: required on client and server, valid
+    interface names, and the client's include every path's client interface. UsageError
+    naming the inventory and the host."""
+    out: dict[str, tuple[str, ...]] = {}
+    for host, hv in hostvars.items():
+        where = f"{escape(str(path))}: host {escape(host)}: mprig_data_interfaces"
+        value = hv.get("mprig_data_interfaces")
+        if value is None and host not in CAPTURE_HOSTS:
+            continue
+        if value is None or value == []:
+            state = "is missing" if value is None else "is empty"
+            raise UsageError(f"{where} {state}: {WHY_DATA}")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where} must be a list of interface names, got {value!r}")
+        try:
+            out[host] = tuple(check_interface(v) for v in value)
+        except ValueError as e:
+            raise UsageError(f"{where}: {escape(str(e))}") from None
+    for link in links:
+        if link.client_if not in out["client"]:
+            raise UsageError(
+                f"{escape(str(path))}: host client: mprig_data_interfaces lacks"
+                f" {escape(link.client_if)}, the client interface of path {escape(link.name)}"
+                " (its subflow would not be captured)"
+            )
+    return out
 
 
 LAB_SSH_HOST = """\

@@ -132,3 +132,17 @@ def mgmt_addr(host: str) -> str:
 def namespace(rig: str, host: str) -> str:
     """Network namespace of `host` in rig `rig` (host "ctl" is the controller)."""
     return f"mprig-{rig}-{host}"
+
+
+def data_interfaces(links: Sequence[PathLink]) -> dict[str, tuple[str, ...]]:
+    """Per host, the interfaces experiment traffic crosses (captures run on each, never on
+    the management interface): the client's interface of every path, the server's link to
+    every router, both arms of each router."""
+    ifs: dict[str, tuple[str, ...]] = {
+        "client": tuple(link.client_if for link in links),
+        "server": tuple(addresses(i).server_if for i in range(1, len(links) + 1)),
+    }
+    for link in links:
+        arms = (*ifs.get(link.router, ()), link.router_client_if, link.router_server_if)
+        ifs[link.router] = tuple(dict.fromkeys(arms))
+    return ifs

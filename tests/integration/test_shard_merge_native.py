@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle
+from collectors.analyze import analyze_pcap
+from mprig import bundle, capture
 from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
 
@@ -40,6 +41,19 @@ traffic: {tool: iperf3, duration_s: 2}
 
 def mprig(*args: str) -> list[str]:
     return [sys.executable, "-m", "mprig.cli", *args]
+
+
+def captures(run: Path, *, mptcp: bool) -> None:
+    """tcpdump ran on each data interface, never on any; the receiver's merged capture
+    holds every subflow of the connection."""
+    tcpdumps = [c["argv"] for c in bundle.read_record(run)["commands"] if c["argv"][0] == "tcpdump"]
+    assert [argv[2] for argv in tcpdumps] == ["wlan0", "wwan0", "p1", "p2"]
+    assert capture.pcapng_interfaces(run / "client.pcap") == [("wlan0", 1), ("wwan0", 1)]
+    assert capture.pcapng_interfaces(run / "server.pcap") == [("p1", 1), ("p2", 1)]
+    if mptcp:
+        conns = [c.summary() for c in analyze_pcap(run / "client.pcap").connections]
+        data = max(conns, key=lambda c: c["bytes"])  # not iperf3's control connection
+        assert [sf["bytes"] > 0 for sf in data["subflows"]] == [True, True]
 
 
 def test_two_shards_on_two_rigs_merge_into_a_complete_campaign(tmp_path: Path) -> None:
@@ -71,10 +85,12 @@ def test_two_shards_on_two_rigs_merge_into_a_complete_campaign(tmp_path: Path) -
     try:
         outs = {rig: p.communicate(timeout=LIMIT_S) for rig, p in shards.items()}
     finally:
-        for p in shards.values():  # SIGTERM: the runner tears its rig down and exits
-            if p.poll() is None:
+        for rig, p in shards.items():
+            if p.poll() is None:  # SIGTERM: the runner tears its rig down and exits ...
                 p.terminate()
                 p.wait(timeout=60)
+            if virtual.leftovers(rig):  # ... except while the rig comes up
+                virtual.down(rig)
     assert {rig: p.returncode for rig, p in shards.items()} == {"sharda": 0, "shardb": 0}, outs
     dirs = [tmp_path / rig / "h17shards" for rig in shards]
     docs = [json.loads((d / "campaign.json").read_text()) for d in dirs]
@@ -90,6 +106,7 @@ def test_two_shards_on_two_rigs_merge_into_a_complete_campaign(tmp_path: Path) -
             record = bundle.read_record(d / run_id)
             assert (record["status"], record["run_id"]) == ("complete", run_id)
             assert f"/tmp/mprig-{rig}/{run_id}/" in json.dumps(record["commands"])
+            captures(d / run_id, mptcp=run_id.startswith("mptcp-"))
 
     out = tmp_path / "merged" / "h17shards"
     merged = subprocess.run(mprig("merge", str(out), *map(str, dirs)),

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from mprig import capture
+from mprig import capture, commands
+from mprig.plan import expand
+from mprig.rig.layout import layout
+from mprig.spec import load_campaign
 
 CAPTURES = Path(__file__).parent.parent / "captures" / "test_capture"
+FIXTURES = Path(__file__).parent.parent / "captures" / "test_collectors_fixtures"
+SMOKE = Path(__file__).parents[2] / "experiments" / "smoke.yaml"
 
 
 def test_tcpdump_exit_summary() -> None:
@@ -74,8 +79,64 @@ def test_nstat() -> None:
     }
 
 
-def test_tcpdump_argv() -> None:
-    assert capture.tcpdump_argv("/tmp/x/client.pcap", 200) == [
-        "tcpdump", "-i", "any", "-n", "-U", "-s", "200", "-w", "/tmp/x/client.pcap",
-        "not", "tcp", "port", "22",
+def test_tcpdump_argv_names_one_data_interface_and_keeps_ip_only() -> None:
+    # IP only: the EAPOL frames of a Wi-Fi client's WPA2 key exchange, ARP and LLDP stay out.
+    assert capture.tcpdump_argv("/tmp/x/client-wlan0.pcap", 200, "wlan0") == [
+        "tcpdump", "-i", "wlan0", "-n", "-U", "-s", "200", "-w", "/tmp/x/client-wlan0.pcap",
+        "(", "ip", "or", "ip6", ")", "and", "not", "tcp", "port", "22",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["any", "", "-w", "wlan0 ", "a/b", "x" * 16, "lo"])
+def test_tcpdump_refuses_any_and_names_that_are_not_interfaces(name: str) -> None:
+    with pytest.raises(ValueError, match="not a data interface name"):
+        capture.tcpdump_argv("/tmp/x/client.pcap", 200, name)
+
+
+def test_plan_commands_capture_on_each_data_interface_never_any() -> None:
+    runs = expand(load_campaign(SMOKE))
+    links = layout(runs[0].paths)
+    caps = [(h, argv[2]) for h, argv in commands.for_run(runs[0], links) if argv[0] == "tcpdump"]
+    assert caps == [("client", "wlan0"), ("client", "wwan0"), ("server", "p1"), ("server", "p2")]
+
+
+def test_tcpdump_logs_of_several_interfaces_add_up() -> None:
+    one = (CAPTURES / "tcpdump_any_exit.txt").read_text()
+    drops = (
+        "tcpdump: listening on wwan0, link-type EN10MB (Ethernet), snapshot length 200 bytes\n"
+        "24019 packets captured\n25200 packets received by filter\n"
+        "1181 packets dropped by kernel\n"
+    )
+    text = capture.join_tcpdump_logs({"wlan0": one, "wwan0": drops})
+    assert text.splitlines()[0] == "# tcpdump -i wlan0"
+    assert capture.parse_tcpdump_exit(text) == capture.TcpdumpSummary(24019, 25200, 1181)
+    cut = capture.join_tcpdump_logs({"wlan0": one, "wwan0": drops.split("24019")[0]})
+    with pytest.raises(ValueError, match="wwan0: no 'captured' line"):
+        capture.parse_tcpdump_exit(cut)
+
+
+def test_per_interface_captures_merge_into_one_the_collectors_read_alike(tmp_path: Path) -> None:
+    """A two-subflow capture split by subflow into two interfaces' files, then merged: the
+    collectors see the same connection, subflows and counts as in the original."""
+    from scapy.layers.inet import IP
+    from scapy.utils import rdpcap, wrpcap
+
+    from collectors.analyze import analyze_pcap
+
+    original = FIXTURES / "reorder_two_subflows.pcap"
+    packets = rdpcap(str(original))
+    first = packets[0][IP].src
+    parts = {"wlan0": [p for p in packets if first in (p[IP].src, p[IP].dst)]}
+    parts["wwan0"] = [p for p in packets if first not in (p[IP].src, p[IP].dst)]
+    assert [len(v) > 0 for v in parts.values()] == [True, True]
+    files = []
+    for name, pkts in parts.items():
+        wrpcap(str(tmp_path / f"client-{name}.pcap"), pkts)
+        files.append((name, tmp_path / f"client-{name}.pcap"))
+    merged = tmp_path / "client.pcap"
+    assert capture.merge_pcaps(files, merged) == len(packets)
+    assert merged.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"  # pcapng: one block per interface
+    before = [c.summary() for c in analyze_pcap(original).connections]
+    after = analyze_pcap(merged)
+    assert ([c.summary() for c in after.connections], after.warnings) == (before, [])
+    assert capture.pcapng_interfaces(merged) == [("wlan0", 1), ("wwan0", 1)]
