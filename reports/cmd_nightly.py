@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from mprig.argtypes import bounded_int
-from reports.cmd_compare import TOLERANCE
+from reports.cmd_compare import EFFECT, TOLERANCE
 
 EPILOG = """\
 examples:
@@ -22,6 +22,10 @@ but the KEEP newest nights, and prints ONE line:
   nightly 2026-11-21: REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] q=0.0004
   nightly 2026-11-21: OK (14 metrics, 0 regressions; changes -3.1 to +2.9 %,
       median 95 % CI ±4.2 %; FDR 5 % over 52 rows)        (one line)
+Rows whose spread (history and tonight) cannot find an --effect change even alone are
+shown as underpowered and not judged; when tonight's repetitions are fewer than the
+history's spread of throughput and goodput needs for --effect, the line ends with
+  ; WARNING: 3 repetitions, 5 needed to find a 15 % change (throughput_bps spread ...)
 Exit status: 0 ok (or baseline set), 1 regression, 2 error.
 """
 
@@ -46,6 +50,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     keep = bounded_int(0, 100_000, "nights; 0 keeps all")
     p.add_argument("--keep", type=keep, default=14, help="nights of results to keep (14; 0: all)")
     p.add_argument("--tolerance", type=TOLERANCE, default=0.05, help="relative tolerance (0.05)")
+    p.add_argument(
+        "--effect",
+        type=EFFECT,
+        default=0.15,
+        help="the change the night must find, relative (0.15); sizes the repetitions needed",
+    )
     p.add_argument("--rig", default=None, metavar="NAME", help="virtual rig name for mprig run")
     p.add_argument("--date", default=None, help="night label YYYY-MM-DD (default: today, UTC)")
     p.add_argument(
@@ -77,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         more = f" (and {len(lines) - 1} more: mprig validate)" if len(lines) > 1 else ""
         print(f"nightly {date}: ERROR {lines[0]}{more}")
         return 2
-    night = nightly.nightly(date, Path(results), args.baseline, args.history, args.tolerance)
+    night = nightly.nightly(
+        date, Path(results), args.baseline, args.history, args.tolerance, args.effect
+    )
     if args.from_results is None and args.results.is_dir():
         nightly.prune(args.results, args.keep)
     print(night.verdict)

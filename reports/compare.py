@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class Row:
     p_worse: float = math.nan  # one-sided p of a change beyond the tolerance, bad direction
     p_better: float = math.nan  # the same in the good direction
     q_value: float = math.nan  # p_worse adjusted over the judged rows (Benjamini-Hochberg)
+    cv_baseline: float = math.nan  # run-to-run spread (std / mean) of the baseline's values
+    cv_current: float = math.nan  # the same of the current values (the nightly's history)
 
     @property
     def change_pct(self) -> float:
@@ -99,9 +102,15 @@ class Comparison:
 
 
 def compare(
-    baseline: Results, current: Results, tolerance: float = 0.05, effect: float = EFFECT
+    baseline: Results,
+    current: Results,
+    tolerance: float = 0.05,
+    effect: float = EFFECT,
+    history: Spreads | None = None,
 ) -> Comparison:
-    """Compare CURRENT against BASELINE; raises UsageError when they cannot be compared."""
+    """Compare CURRENT against BASELINE; raises UsageError when they cannot be compared.
+    HISTORY: earlier nights' spreads per (metric, variant), pooled with both sides' own to
+    decide which rows the repetitions can judge (`power_filter`)."""
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance must be in [0, 1), got {tolerance}")
     check_same_campaign(baseline, current)
@@ -126,7 +135,10 @@ def compare(
             rows.append(
                 _row(metric, str(key[0]), point, b[metric], c[metric], direction, tolerance)
             )
+    rows, underpowered = power_filter(rows, effect, tolerance, history or {})
     rows = control_fdr(rows)
+    if underpowered:
+        notes.append(underpowered)
     needed = repetitions_note(groups, rows, effect, tolerance)
     if needed:
         notes.append(needed)
@@ -144,12 +156,59 @@ def compare(
     )  # fmt: skip
 
 
+Spreads = Mapping[tuple[str, str], Sequence[float]]  # (metric, variant) -> per-night CVs
+JUDGED = ("ok", "regression", "improvement")  # verdicts decided by the FDR control
+
+
+def pooled_cv(cvs: Sequence[float]) -> float:
+    """Per-night coefficients of variation pooled as their root mean square (the pooled
+    variance of nights of equal size); NaN when there is none."""
+    kept = [v for v in cvs if not math.isnan(v)]
+    return math.sqrt(sum(v * v for v in kept) / len(kept)) if kept else math.nan
+
+
+def power_filter(
+    rows: list[Row], effect: float, tolerance: float, history: Spreads
+) -> tuple[list[Row], str]:
+    """Rows whose repetitions could not find a change of EFFECT with 90 % power even as a
+    single test (their metric's spread, pooled over HISTORY and both sides, needs more)
+    become `underpowered (needs N)`: shown, left out of the FDR family. Judged at n = 3,
+    bimodal or heavy-tailed metrics (OOO-R, OOO-BO, retransmissions: 20-100 % spread on
+    the rig) raised a false alarm on 5 % of unchanged nights (bench/nightly_sim.py). A
+    row's spread does not depend on the change tested, so leaving it out keeps the FDR
+    control valid. Returns the rows and a note naming the metrics left out."""
+    from dataclasses import replace
+
+    out: list[Row] = []
+    left: dict[str, int] = {}
+    for r in rows:
+        if r.verdict not in JUDGED:
+            out.append(r)
+            continue
+        cvs = [*history.get((r.metric, r.variant), ()), r.cv_baseline, r.cv_current]
+        cv = pooled_cv(cvs)
+        need = None if math.isnan(cv) else needed_repetitions(cv, effect, tolerance, power=0.5)
+        if need is not None and min(r.n_baseline, r.n_current) >= need:
+            out.append(r)
+            continue
+        shown = str(need) if need is not None else "more than 1000"
+        out.append(replace(r, verdict=f"underpowered (needs {shown})"))
+        left[r.metric] = max(left.get(r.metric, 0), need or 1001)
+    if not left:
+        return out, ""
+    parts = ", ".join(f"{m} {'>1000' if n > 1000 else n}" for m, n in sorted(left.items()))
+    return out, (
+        f"not judged, too few repetitions to find a {effect * 100:g} % change with 90 % power "
+        f"(their spread needs, per side): {parts}"
+    )
+
+
 def repetitions_note(
     groups: list[tuple[Any, ...]], rows: list[Row], effect: float, tolerance: float
 ) -> str:
     """How many repetitions per side POWER_METRICS need for a change of EFFECT to be found
     with 90 % power among this comparison's judged rows, from the baseline's spread."""
-    judged = sum(1 for r in rows if r.verdict != "info" and not math.isnan(r.ratio))
+    judged = sum(1 for r in rows if r.verdict in JUDGED and not math.isnan(r.ratio))
     parts = []
     for metric in POWER_METRICS:
         cvs = [_cv(b[metric]) for _, _, b, _ in groups if metric in b.columns]
@@ -350,6 +409,8 @@ def _row(
         verdict,
         worse,
         better,
+        cv_baseline=_cv(b),
+        cv_current=_cv(c),
     )
 
 
@@ -401,15 +462,17 @@ def worst(rows: list[Row]) -> Row:
 def spread(c: Comparison) -> str:
     """The night's spread over its judged rows: `changes -3.1 to +2.9 %, median 95 % CI
     ±4.2 %; FDR 5 % over 30 rows`."""
-    judged = [r for r in c.rows if r.verdict not in ("info",) and not math.isnan(r.ratio)]
+    judged = [r for r in c.rows if r.verdict in JUDGED and not math.isnan(r.ratio)]
     if not judged:
-        return "no judged rows"
+        weak = sum(r.verdict.startswith("underpowered") for r in c.rows)
+        return f"no judged rows, {weak} underpowered" if weak else "no judged rows"
     changes = [r.change_pct for r in judged]
     widths = [(r.high - r.low) / 2 * 100 for r in judged if not math.isnan(r.low)]
     median = f"median 95 % CI ±{float(np.median(widths)):.1f} %; " if widths else ""
+    weak = sum(r.verdict.startswith("underpowered") for r in c.rows)
     return (
         f"changes {min(changes):+.1f} to {max(changes):+.1f} %, {median}"
-        f"FDR {FDR * 100:g} % over {len(judged)} rows"
+        f"FDR {FDR * 100:g} % over {len(judged)} rows" + (f", {weak} underpowered" if weak else "")
     )
 
 

@@ -11,6 +11,7 @@ Layout it maintains:
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 HISTORY_FILE = "history.parquet"
 NIGHT = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # night directories: what --keep may delete
-TREND_METRICS = ("goodput_bps", "throughput_bps", "ooo_ratio", "link_util")
+TREND_METRICS = ("goodput_bps", "throughput_bps", "ooo_ratio", "link_util")  # drawn first
 # Files a baseline keeps: what compare reads (no pcaps).
 BASELINE_FILES = ("campaign.json", "runs.parquet")
 
@@ -132,6 +133,8 @@ def history_rows(date: str, comparison: Comparison) -> list[dict[str, Any]]:
             "p_value": r.p_value,
             "q_value": r.q_value,
             "verdict": r.verdict,
+            "cv_baseline": r.cv_baseline,
+            "cv_current": r.cv_current,
             "results": comparison.current,
         }
         for r in comparison.rows
@@ -157,8 +160,23 @@ def error_row(date: str, campaign: str, message: str, results: Path) -> dict[str
         "p_value": nan,
         "q_value": nan,
         "verdict": f"error: {message}",
+        "cv_baseline": nan,
+        "cv_current": nan,
         "results": str(results),
     }
+
+
+def read_history(history: Path) -> pd.DataFrame | None:
+    """HISTORY/history.parquet, or None before the first night; UsageError naming it."""
+    import pandas as pd
+
+    path = history / HISTORY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: unreadable history ({e}); move it aside to start anew") from e
 
 
 def append_history(history: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -168,8 +186,8 @@ def append_history(history: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
     history.mkdir(parents=True, exist_ok=True)
     path = history / HISTORY_FILE
     new = pd.DataFrame(rows)
-    if path.is_file():
-        old = pd.read_parquet(path)
+    old = read_history(history)
+    if old is not None:
         nights = set(new["date"]) if len(new) else set()
         old = old[~old["date"].isin(nights)]
         new = pd.concat([old, new], ignore_index=True) if len(old) else new
@@ -179,13 +197,14 @@ def append_history(history: Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def trend_figure(history: pd.DataFrame, out: Path) -> Path | None:
-    """Median of each headline metric per night and (variant, point); the baseline dashed."""
+    """Median of every metric per night and (variant, point), the headline metrics first;
+    the baseline dashed, regressions crossed."""
     from matplotlib.figure import Figure
 
-    shown = [m for m in TREND_METRICS if (history["metric"] == m).any()]
+    shown = trend_metrics(history)
     if not shown:
         return None
-    ncols = min(2, len(shown))
+    ncols = min(3, len(shown))
     nrows = -(-len(shown) // ncols)
     fig = Figure(figsize=(6.4 * ncols, 3.8 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).flatten()
@@ -211,6 +230,81 @@ def trend_figure(history: pd.DataFrame, out: Path) -> Path | None:
     return out / "trend.png"
 
 
+@dataclass(frozen=True)
+class Needed:
+    """The fewest repetitions per night that find a change of `effect` with 90 % power."""
+
+    repetitions: int | None  # None: no history yet, or more than 1000 needed
+    metric: str  # the metric that needs the most
+    cv: float  # its pooled run-to-run spread (coefficient of variation)
+    samples: int  # (night, variant, point) spreads it was pooled from
+
+
+def min_repetitions(
+    spreads: dict[str, list[float]], effect: float, tolerance: float, rows: int
+) -> Needed:
+    """Repetitions per side for each metric of SPREADS (per-night coefficients of
+    variation, pooled: `compare.pooled_cv`) to find a change of EFFECT with 90 % power
+    among ROWS judged rows at the comparison's FDR. The metric that needs the most decides."""
+    from reports.compare import pooled_cv
+    from reports.stats import needed_repetitions
+
+    worst = Needed(None, "", math.nan, 0)
+    for metric, cvs in sorted(spreads.items()):
+        cv = pooled_cv(cvs)
+        if math.isnan(cv):
+            continue
+        n = needed_repetitions(cv, effect, tolerance, rows=rows)
+        if worst.samples == 0 or (n or 10**9) > (worst.repetitions or 10**9):
+            worst = Needed(n, metric, cv, sum(not math.isnan(v) for v in cvs))
+    return worst
+
+
+def history_spreads(history: pd.DataFrame | None) -> dict[tuple[str, str], list[float]]:
+    """(metric, variant) -> the run-to-run spread of every recorded night (`cv_current`)."""
+    if history is None or "cv_current" not in history.columns:
+        return {}
+    kept = history.dropna(subset=["cv_current"])
+    return {
+        (str(m), str(v)): g["cv_current"].astype(float).tolist()
+        for (m, v), g in kept.groupby(["metric", "variant"], sort=True)
+    }
+
+
+def repetitions_warning(
+    comparison: Comparison, history: dict[tuple[str, str], list[float]], effect: float
+) -> str:
+    """`; WARNING: 3 repetitions, 5 needed ...` when tonight's n is below what the history's
+    spread (and tonight's) of the POWER_METRICS needs to find a change of EFFECT; else ""."""
+    from reports.compare import JUDGED, POWER_METRICS
+
+    spreads: dict[str, list[float]] = {}
+    for (metric, _variant), cvs in history.items():
+        if metric in POWER_METRICS:
+            spreads.setdefault(metric, []).extend(cvs)
+    for r in comparison.rows:
+        if r.metric in POWER_METRICS:
+            spreads.setdefault(r.metric, []).append(r.cv_current)
+    rows = sum(r.verdict in JUDGED for r in comparison.rows)
+    need = min_repetitions(spreads, effect, comparison.tolerance, max(rows, 1))
+    have = min((r.n_current for r in comparison.rows), default=0)
+    if not need.samples or (need.repetitions is not None and have >= need.repetitions):
+        return ""
+    shown = need.repetitions or "more than 1000"
+    return (
+        f"; WARNING: {have} repetitions, {shown} needed to find a {effect * 100:g} % change "
+        f"({need.metric} spread {need.cv * 100:.1f} % over {need.samples} nights and points)"
+    )
+
+
+def trend_metrics(history: pd.DataFrame) -> list[str]:
+    """Every metric of the history (error rows have none): TREND_METRICS first."""
+    present = sorted({str(m) for m in history["metric"] if m})
+    return [m for m in TREND_METRICS if m in present] + [
+        m for m in present if m not in TREND_METRICS
+    ]
+
+
 def prune(results_root: Path, keep: int) -> list[Path]:
     """Delete all but the KEEP newest night directories (named YYYY-MM-DD)."""
     nights = sorted(p for p in results_root.iterdir() if p.is_dir() and NIGHT.match(p.name))
@@ -220,12 +314,18 @@ def prune(results_root: Path, keep: int) -> list[Path]:
     return doomed
 
 
-def judge_night(date: str, current: Results, baseline: Path, tolerance: float) -> Comparison:
+def judge_night(
+    current: Results,
+    baseline: Path,
+    tolerance: float,
+    effect: float,
+    history: dict[tuple[str, str], list[float]],
+) -> Comparison:
     """Compare CURRENT with BASELINE and write compare outputs next to tonight's results."""
     from reports import compare, results
     from reports.cmd_compare import write
 
-    comparison = compare.compare(results.load(baseline), current, tolerance)
+    comparison = compare.compare(results.load(baseline), current, tolerance, effect, history)
     write(comparison, current.root / "compare", ["md", "json", "html"])
     return comparison
 
@@ -236,10 +336,13 @@ def nightly(
     baseline: Path,
     history: Path,
     tolerance: float = 0.05,
+    effect: float = 0.15,
 ) -> Night:
-    """Report, compare and record one night whose collected results are in RESULTS_DIR."""
+    """Report, compare and record one night whose collected results are in RESULTS_DIR;
+    EFFECT is the change the night must find (sizes the repetitions it needs)."""
     from reports import compare, report, results
 
+    spreads = history_spreads(read_history(history))
     try:
         current = results.load(results_dir)
         report.write_report(current, results_dir / "report", ["html", "md"])
@@ -247,7 +350,7 @@ def nightly(
             compare.check_usable(current, "tonight's")  # never a broken night as baseline
             keep_baseline(results_dir, baseline)
             return Night(date, results_dir, f"nightly {date}: BASELINE set to {baseline}", 0)
-        comparison = judge_night(date, current, baseline, tolerance)
+        comparison = judge_night(current, baseline, tolerance, effect, spreads)
     except MprigError as e:
         append_history(history, [error_row(date, results_dir.name, str(e), results_dir)])
         log = results_dir.parent / "nightly.log"
@@ -255,5 +358,6 @@ def nightly(
         return Night(date, results_dir, f"nightly {date}: ERROR {e}{hint}", 2)
     frame = append_history(history, history_rows(date, comparison))
     trend_figure(frame, history)
-    line = f"nightly {date}: {compare.summary_line(comparison)}"
+    warning = repetitions_warning(comparison, spreads, effect)
+    line = f"nightly {date}: {compare.summary_line(comparison)}{warning}"
     return Night(date, results_dir, line, comparison.exit_code)

@@ -101,15 +101,18 @@ def test_summary_line_shows_the_spread(tmp_path: Path) -> None:
     base = results.load(rs.write(tmp_path / "b", rs.Synth(repetitions=3, timeseries=False)))
     cur = results.load(rs.write(tmp_path / "c", rs.Synth(repetitions=3, timeseries=False, noise=2)))
     c = compare.compare(base, cur)
-    judged = [r for r in c.rows if r.verdict != "info" and not math.isnan(r.ratio)]
+    judged = [r for r in c.rows if r.verdict in compare.JUDGED and not math.isnan(r.ratio)]
+    weak = [r for r in c.rows if r.verdict.startswith("underpowered")]
     changes = [r.change_pct for r in judged]
     widths = sorted((r.high - r.low) / 2 * 100 for r in judged)
     metrics = len({r.metric for r in c.rows})
     assert compare.summary_line(c) == (
         f"OK ({metrics} metrics, 0 regressions; changes {min(changes):+.1f} to "
         f"{max(changes):+.1f} %, median 95 % CI ±{np.median(widths):.1f} %; "
-        f"FDR 5 % over {len(judged)} rows)"
+        f"FDR 5 % over {len(judged)} rows, {len(weak)} underpowered)"
     )
+    # seeded: at n = 3 the rows whose spread resolves a 15 % change are judged, not the rest
+    assert (len(judged), len(weak)) == (37, 39)
     assert all(0 <= r.q_value <= 1 for r in judged)
 
 

@@ -3,6 +3,7 @@ verdict lines, the history parquet, the trend figure and pruning old nights."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -58,14 +59,21 @@ def test_nights_baseline_ok_regression_error(
     history = pd.read_parquet(tmp_path / "history" / "history.parquet")
     metrics = history["metric"].nunique()
     head = f"nightly 2026-11-20: OK ({metrics} metrics, 0 regressions; changes "
-    assert (code, len(out), out[0].startswith(head), out[0].endswith(" rows)")) == (
-        0,
-        1,
-        True,
-        True,
+    # 5 % spread: a 15 % change needs more than the night's 5 repetitions, and it says so
+    warning = re.search(
+        r" underpowered\); WARNING: 5 repetitions, (\d+) needed to find a 15 % change "
+        r"\((throughput_bps|goodput_bps) spread [\d.]+ % over (\d+) nights and points\)$",
+        out[0],
     )
+    assert (code, len(out), out[0].startswith(head), warning is not None) == (0, 1, True, True)
+    assert warning is not None and int(warning[1]) > 5 and int(warning[3]) == 4
+    assert history["cv_current"].notna().any()
     assert len(history) == 4 * metrics  # 2 variants x 2 distances per metric
     assert (tmp_path / "history" / "trend.png").is_file()
+    # the trend draws every metric of the history, the headline ones first
+    shown = nightly.trend_metrics(history)
+    assert shown[:3] == ["goodput_bps", "throughput_bps", "ooo_ratio"]
+    assert sorted(shown) == sorted(history["metric"].unique())
     assert (tmp_path / "nights" / "2026-11-20" / "synth" / "report" / "report.html").is_file()
     assert (tmp_path / "nights" / "2026-11-20" / "synth" / "compare" / "compare.json").is_file()
 

@@ -70,7 +70,7 @@ def test_units_rendered_verified_and_idempotent(tmp_path: Path) -> None:
         f"ExecStart={REPO}/.venv/bin/mprig nightly experiments/nightly.yaml \\",
         f"    --baseline {tmp_path}/state/baseline --history {tmp_path}/state/history \\",
         f"    --results {tmp_path}/state/nights --keep 7 \\",
-        "    --tolerance 0.05",
+        "    --tolerance 0.05 --effect 0.15",
         "TimeoutStartSec=4h",
         "Nice=5",
     ]
