@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from mprig.errors import HostError, UsageError
-from mprig.rig.host import Host
+from mprig.rig.host import Host, check_interface
 from mprig.wifi import Radio, attenuation_db
 
 RCDAT_STEP_DB = 0.25  # finest step of the RCDAT family
@@ -45,7 +45,10 @@ def attenuation_for_distance(
 class Attenuator(Protocol):
     """Anything that adds attenuation to one radio path."""
 
-    name: str  # for logs and run.json: "rcdat 10.0.0.9 ch2", "ap:wlan0 txpower"
+    @property
+    def name(self) -> str:
+        """For logs and run.json: "rcdat 10.0.0.9 ch2", "ap:wlan0 txpower"."""
+        ...
 
     def set_db(self, db: float) -> float:
         """Apply db of attenuation; return the value actually applied."""
@@ -179,3 +182,74 @@ class TxPower:
         """max_dbm minus the power `iw dev <if> info` reports."""
         info = self.host.run(["iw", "dev", self.interface, "info"]).stdout
         return self.max_dbm - parse_iw_txpower(info)
+
+
+@dataclass
+class StandInAttenuator:
+    """A stand-in for an RF attenuator, not hardware: it keeps the value set and records
+    every call, so the runner's distance path runs (and is tested) where no attenuator is
+    wired in. Inventory driver `stand-in`."""
+
+    path: str  # the Wi-Fi path it stands in for
+    read_offset_db: float = 0.0  # added to what get_db answers (tests of the read-back check)
+    calls: list[tuple[str, float]] = field(default_factory=list)  # (method, dB) in order
+    value_db: float = 0.0  # the attenuation set last
+
+    @property
+    def name(self) -> str:
+        return f"stand-in {self.path}"
+
+    def set_db(self, db: float) -> float:
+        self.calls.append(("set_db", db))
+        self.value_db = db
+        return db
+
+    def get_db(self) -> float:
+        value = self.value_db + self.read_offset_db
+        self.calls.append(("get_db", value))
+        return value
+
+
+@dataclass(frozen=True)
+class RadioPath:
+    """A lab Wi-Fi path whose distance an attenuator sets (never netem)."""
+
+    attenuator: Attenuator
+    physical_m: float = 1.0  # the radios' real separation, metres
+    radio: Radio = field(default_factory=Radio)  # the path-loss model's parameters
+
+
+DRIVERS = ("rcdat", "txpower", "stand-in")
+
+
+def radio_path(name: str, cfg: Any, hosts: dict[str, Host], where: str) -> RadioPath:
+    """One `mprig_attenuators` entry (driver rcdat: host, port, channel; txpower: host,
+    interface, max_dbm; stand-in), with `physical_m` and the model's `exponent`. UsageError
+    prefixed with `where` (the inventory and the path)."""
+    if not isinstance(cfg, dict):
+        raise UsageError(f"{where}: must be a mapping (driver: ...), got {cfg!r}")
+    physical, exponent = cfg.get("physical_m", 1.0), cfg.get("exponent", Radio().exponent)
+    for key, value in (("physical_m", physical), ("exponent", exponent)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UsageError(f"{where}: {key} must be a number > 0, got {value!r}")
+    radio = Radio(exponent=float(exponent))
+    return RadioPath(_driver(name, cfg, hosts, where), float(physical), radio)
+
+
+def _driver(name: str, cfg: dict[str, Any], hosts: dict[str, Host], where: str) -> Attenuator:
+    driver = cfg.get("driver")
+    if driver == "stand-in":
+        return StandInAttenuator(name)
+    if driver not in DRIVERS:
+        raise UsageError(f"{where}: driver must be one of {', '.join(DRIVERS)}, got {driver!r}")
+    host = cfg.get("host")
+    if not isinstance(host, str) or not host:
+        what = "the attenuator's address" if driver == "rcdat" else "the AP's inventory name"
+        raise UsageError(f"{where}: driver {driver} needs host ({what})")
+    if driver == "rcdat":
+        channel = cfg.get("channel")
+        return RcdatHttp(host, int(cfg.get("port", 80)), int(channel) if channel else None)
+    if host not in hosts:
+        raise UsageError(f"{where}: host {host!r} is not in the inventory")
+    interface = check_interface(str(cfg.get("interface", "")))
+    return TxPower(hosts[host], interface, float(cfg.get("max_dbm", 20.0)))

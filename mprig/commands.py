@@ -57,8 +57,10 @@ def build(
     server_addr: str = SERVER_ADDR_PLACEHOLDER,
     rig: str = "virtual",
     iperf3_mptcp_flag: bool = False,
+    radio_paths: frozenset[str] = frozenset(),
 ) -> RunCommands:
-    """All commands of a run on a rig whose paths are `links`."""
+    """All commands of a run on a rig whose paths are `links`; `radio_paths` (lab Wi-Fi
+    paths whose distance an attenuator sets) get no netem: a real radio is its channel."""
     setup = knobs.apply_commands(run.variant, links)
     by_name = {link.name: link for link in links}
     teardown: list[Command] = []
@@ -67,6 +69,8 @@ def build(
             raise UsageError(f"path {path.name!r} is not on the rig (rig paths: {list(by_name)})")
         if path.engine == "ns3":
             continue  # the ns-3 engine is the link: no netem (rig/ns3link.py)
+        if path.name in radio_paths:
+            continue  # the radio and its attenuator are the channel (run.set_attenuation)
         setup += impair.apply_commands(wifi.effective_path(path), by_name[path.name])
         teardown += impair.clear_commands(by_name[path.name])
     bind = knobs.bind_link(run.variant, links).client_addr

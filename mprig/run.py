@@ -38,7 +38,7 @@ from mprig import (
     traffic,
 )
 from mprig.batch import Batch, Cmd, Done, run_batch
-from mprig.errors import HostError, MprigError, ToolMissing
+from mprig.errors import HostError, MprigError, ToolMissing, UsageError
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
 from mprig.plan import Run
 from mprig.progress import Reporter
@@ -440,10 +440,12 @@ class Outcome:
     ss_interval: dict[str, Any] = field(default_factory=dict)  # the ss sampler's achieved interval
     rig_cpu: dict[str, Any] = field(default_factory=dict)  # run.json `rig_cpu` (headroom)
     engine: dict[str, Any] = field(default_factory=dict)  # run.json `engine` (ns-3 paths only)
+    attenuation: dict[str, Any] = field(default_factory=dict)  # run.json `attenuation` (lab)
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """One attempt, start to fetched artifacts (teardown is the caller's)."""
+    out.attenuation = set_attenuation(a.run, a.rig.attenuators)
     with ns3link.running(a.rig, a.run.paths, a.run.seed, a.staging) as engines:
         setup_stage(a, cmds)
         check_settings(a, cmds, out)
@@ -457,6 +459,37 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
+
+
+def set_attenuation(run: Run, radios: dict[str, Any]) -> dict[str, Any]:
+    """Set each attenuated Wi-Fi path to its `distance_m` (the channel model's PL(d) -
+    PL(physical_m); 0 dB without a distance), read it back, and return run.json
+    `attenuation`; RunFailed when the attenuator reads back another value."""
+    from mprig.attenuator import attenuation_for_distance
+
+    out: dict[str, Any] = {}
+    for path in run.paths:
+        if (radio := radios.get(path.name)) is None:
+            continue
+        distance = path.distance_m or radio.physical_m
+        try:
+            db = attenuation_for_distance(distance, radio.physical_m, radio.radio)
+        except UsageError as e:
+            raise RunFailed(f"{path.name}: {e}", transient=False) from None
+        applied, read = radio.attenuator.set_db(db), radio.attenuator.get_db()
+        if abs(read - applied) > 0.01:
+            raise RunFailed(
+                f"{path.name}: {radio.attenuator.name} reads back {read:g} dB after"
+                f" {applied:g} dB was set",
+                transient=False,
+            )
+        out[path.name] = {
+            "attenuator": radio.attenuator.name,
+            "distance_m": float(distance),
+            "physical_m": radio.physical_m,
+            **{k: round(v, 3) for k, v in (("db", db), ("applied_db", applied), ("read_db", read))},
+        }
+    return out
 
 
 def rig_cpu_reader(a: Attempt) -> Callable[[], headroom.Reading | None]:
@@ -693,6 +726,7 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
             server_addr=ctx.rig.server_addr,
             rig=ctx.rig.name,
             iperf3_mptcp_flag=ctx.iperf3_mptcp_flag,
+            radio_paths=frozenset(ctx.rig.attenuators),
         )
         attempt_run(a, cmds, out)
         status, reason, transient = "complete", "", False
@@ -764,6 +798,7 @@ def make_record(
         "flags": run_flags(out),
         "rig_cpu": out.rig_cpu,
         **({"engine": out.engine} if out.engine else {}),
+        **({"attenuation": out.attenuation} if out.attenuation else {}),
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         "hosts": hosts,

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Protocol
+from typing import Any, Protocol
 
 # A Linux interface name (IFNAMSIZ - 1 characters, no slash or space), and not one that
 # captures more than a data interface.
@@ -111,6 +111,9 @@ class Rig:
     # host -> its data interfaces, where captures run (a lab inventory's
     # mprig_data_interfaces; empty on a virtual rig, whose layout says them)
     data_ifs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Wi-Fi path name -> mprig.attenuator.RadioPath: the lab paths whose distance an
+    # attenuator sets (they get no netem)
+    attenuators: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         """End every host's long-lived session."""

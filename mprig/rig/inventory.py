@@ -179,7 +179,30 @@ def rig_from_inventory(
     links = tuple(PathLink(**p) for p in first["mprig_paths"])
     name = str(first.get("mprig_rig", path.name))
     ifs = data_interfaces(path, hostvars, links)
-    return Rig(name, dict(hosts), links, str(first["mprig_server_addr"]), "lab", ifs)
+    radios = attenuators(path, first.get("mprig_attenuators") or {}, links, dict(hosts))
+    return Rig(name, dict(hosts), links, str(first["mprig_server_addr"]), "lab", ifs, radios)
+
+
+def attenuators(
+    path: Path, value: Any, links: Sequence[PathLink], hosts: dict[str, Any]
+) -> dict[str, Any]:
+    """`mprig_attenuators`: Wi-Fi path name -> its attenuator (mprig.attenuator.RadioPath);
+    UsageError naming the inventory and the path."""
+    from mprig.attenuator import radio_path
+
+    where = f"{escape(str(path))}: mprig_attenuators"
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: must map Wi-Fi path names to attenuators, got {value!r}")
+    wifi = [link.name for link in links if link.kind == "wifi"]
+    out = {}
+    for name, cfg in value.items():
+        if name not in wifi:
+            raise UsageError(
+                f"{where}: {escape(str(name))}: not a wifi path of mprig_paths (wifi paths:"
+                f" {', '.join(wifi) or 'none'})"
+            )
+        out[name] = radio_path(name, cfg, hosts, f"{where}: {escape(name)}")
+    return out
 
 
 CAPTURE_HOSTS = ("client", "server")  # hosts a campaign can capture on (spec capture.hosts)
