@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
     """Write the comparison in FORMATS into OUT; returns the files written."""
+    from mprig import fsio
     from reports import compare
 
     assert isinstance(comparison, compare.Comparison)
@@ -62,8 +63,7 @@ def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
     written = []
     for fmt in formats:
         name, render = writers[fmt]
-        (out / name).write_text(render())
-        written.append(out / name)
+        written.append(fsio.write_text(out / name, render()))
     return written
 
 
