@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -203,12 +202,18 @@ def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_stop_kills_a_group_that_ignores_term_and_returns_0() -> None:
-    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30 & wait"], start_new_session=True)
+    script = "trap '' TERM; sleep 30 & echo ready; wait"
+    proc = subprocess.Popen(
+        ["sh", "-c", script], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
     try:
-        time.sleep(0.2)
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"  # trap in place
         stop = subprocess.run(batch.stop_argv([proc.pid]), check=False, timeout=30)
         assert stop.returncode == 0  # not read -t's 142 from the last poll
         assert proc.wait(timeout=5) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
