@@ -68,6 +68,8 @@ def _series(results: Results, axis: str, column: str) -> dict[str, list[tuple[An
 
 
 def _panel(ax: Axes, campaigns: list[Results], labels: list[str], axis: str, d: Display) -> None:
+    from matplotlib.colors import to_hex
+
     per = [_series(r, axis, d.column) for r in campaigns]
     values = sorted({p[0] for lines in per for pts in lines.values() for p in pts},
                     key=lambda v: (str(type(v)), v))  # fmt: skip
@@ -82,7 +84,7 @@ def _panel(ax: Axes, campaigns: list[Results], labels: list[str], axis: str, d: 
                                 yerr=[below, above], marker="o", capsize=3,
                                 linestyle=STYLES[k % len(STYLES)], color=colours.get(line),
                                 label=f"{line}: {label}")  # fmt: skip
-            colours.setdefault(line, str(drawn.lines[0].get_color()))
+            colours.setdefault(line, to_hex(drawn.lines[0].get_color()))
     if not numeric:
         ax.set_xticks(list(where.values()), [fmt_value(v) for v in values])
     ax.set_xlabel(short_axis(axis))
