@@ -67,7 +67,7 @@ EXPECTED = {
     "tab_indent.yaml": ":10: tab character in indentation; indent with spaces",
     "tcp_without_path.yaml": ":13: variants.tcp_wifi.path: a tcp variant needs `path: <path name>`",
     "unknown_key.yaml": ":7: paths.wifi.colour: unknown key; allowed: name, kind, down, up,"
-    " distance_m, wifi_standard, channel_model, rate_mbit, delay_ms, jitter_ms, loss_pct,"
+    " distance_m, wifi_standard, channel_model, engine, rate_mbit, delay_ms, jitter_ms, loss_pct,"
     " reorder_pct, limit_pkts",
     "variant_unknown_path.yaml": ":15: variants.tcp_wifi.path: no path named 'wlan';"
     " paths: wifi, cell",
