@@ -682,6 +682,7 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
         )
         lines.append(f"| {seed} | {v.get('profile', '')} | {counts} | {rig} |")
     lines += ordering_lines(reproductions)
+    lines += checked_lines(reproductions)
     lines += ["", "Per reference: `reports/reproductions/<seed>/report.md`; a seed without a "
               "committed reproduction runs with `make papers-core` (about 2 h for all five) or "
               "`make reproduce SEED=<seed>` (the full profile: days without KVM).", "",
@@ -703,6 +704,29 @@ def ordering_lines(reproductions: Path = REPRODUCTIONS) -> list[str]:
     if not rows:
         return []
     head = ["", "| seed | ordering the paper shows | steps | verdict |", "|---|---|---|---|"]
+    return [*head, *rows]
+
+
+def checked_lines(reproductions: Path = REPRODUCTIONS) -> list[str]:
+    """Every reference row a committed reproduction could compare (verdicts.json `checks`
+    other than not comparable): the paper's value, ours with its 95 % interval, n, verdict."""
+    import json
+
+    rows = []
+    for seed in PAPERS:
+        verdicts = reproductions / seed / "verdicts.json"
+        if not verdicts.is_file():
+            continue
+        for c in json.loads(verdicts.read_text())["checks"]:
+            if c["verdict"] == "not comparable" or c["ours"] is None:
+                continue
+            ci = "" if c["low"] is None else f" [{_fmt(c['low'])}, {_fmt(c['high'])}]"
+            ours = f"{_fmt(c['ours'])}{ci}"
+            paper = _fmt(float(c["paper"])) if c["paper"] is not None else "–"
+            rows.append(f"| {c['id']} | {paper} | {ours} | {c['n']} | {c['verdict']} |")
+    if not rows:
+        return []
+    head = ["", "| reference | paper | ours [95 % CI] | n | verdict |", "|---|---|---|---|---|"]
     return [*head, *rows]
 
 

@@ -102,6 +102,16 @@ def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) ->
             f"| 000 | {o['title']} | {', '.join(o['steps'])} | {o['verdict']} |" in docs.read_text()
         )
     assert len(v["orderings"]) == 5
+    compared = [c for c in v["checks"] if c["verdict"] != "not comparable"]
+    paper = {c["id"]: reproduce._fmt(float(c["paper"])) for c in compared}
+    assert compared and all(
+        f"| {c['id']} | {paper[c['id']]} | " in docs.read_text() for c in compared
+    )
+    t1 = next(c for c in compared if c["id"] == "000-t1-ns3-0ms")
+    ours = (
+        f"{reproduce._fmt(t1['ours'])} [{reproduce._fmt(t1['low'])}, {reproduce._fmt(t1['high'])}]"
+    )
+    assert f"| 000-t1-ns3-0ms | 90 | {ours} | 5 | {t1['verdict']} |" in docs.read_text()
     assert reproduce.update_docs(docs, written.parent) is False
 
 
