@@ -237,6 +237,13 @@ def _run_native(
     from mprig.rig import inventory, virtual
 
     reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
+
+    def run_on(rig: Any) -> runner.CampaignResult:
+        return runner.run_campaign(
+            campaign, runs, rig, results, reporter,
+            force=args.force, redo_rig_limited=args.redo_rig_limited,
+        )  # fmt: skip
+
     try:
         if lab:
             from mprig.rig import lab_cc
@@ -245,15 +252,7 @@ def _run_native(
             rig = inventory.rig_from_inventory(Path(campaign.rig.inventory), explicit=explicit)
             with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
                 lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
-                outcome = runner.run_campaign(
-                    campaign,
-                    runs,
-                    rig,
-                    results,
-                    reporter,
-                    force=args.force,
-                    redo_rig_limited=args.redo_rig_limited,
-                )
+                outcome = run_on(rig)
         else:
             with (
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
@@ -261,15 +260,7 @@ def _run_native(
             ):
                 rig = _virtual_up(args.rig, campaign, reporter.message)
                 try:
-                    outcome = runner.run_campaign(
-                        campaign,
-                        runs,
-                        rig,
-                        results,
-                        reporter,
-                        force=args.force,
-                        redo_rig_limited=args.redo_rig_limited,
-                    )
+                    outcome = run_on(rig)
                 finally:
                     with runner.signals_held() as late:
                         virtual.down(args.rig)
