@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from mprig import tools
 from mprig.errors import MprigError, ToolMissing
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "kernel-configs" / "bpf"
@@ -128,10 +129,8 @@ def missing_requirements(
 
 def check_requirements() -> None:
     """Raise ToolMissing naming every missing tool, header or kernel feature."""
-    from mprig.doctor import which
-
     found = [h for h in HEADERS if any((d / h).exists() for d in INCLUDE_DIRS)]
-    missing = missing_requirements({t: which(t) for t in TOOLS}, found, BTF.exists())
+    missing = missing_requirements({t: tools.which(t) for t in TOOLS}, found, BTF.exists())
     if missing:
         raise ToolMissing(
             f"BPF congestion control needs {', '.join(missing)}; `make system` installs "
@@ -140,9 +139,7 @@ def check_requirements() -> None:
 
 
 def _run(argv: list[str], what: str) -> str:
-    from mprig.doctor import which
-
-    tool = which(argv[0]) or argv[0]
+    tool = tools.which(argv[0]) or argv[0]
     try:
         p = subprocess.run([tool, *argv[1:]], capture_output=True, text=True, check=False)
     except OSError as e:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from mprig.tools import which
 
 EPILOG = """\
 examples:
@@ -61,15 +62,6 @@ TOOLS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("wpa_supplicant", ("wpa_supplicant", "-v"), False, "wpasupplicant"),
     ("tshark", ("tshark", "--version"), False, "tshark"),
 )
-
-
-def which(tool: str) -> str | None:
-    """A tool in the venv's bin, on PATH, or in the sbin directories."""
-    local = Path(sys.executable).parent / tool
-    if local.exists():
-        return str(local)
-    path = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
-    return shutil.which(tool, path=path)
 
 
 def first_version_line(text: str) -> str:
