@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
 
 
 def _name(p: argparse.ArgumentParser) -> None:
-    from mprig.cmd_run import DEFAULT_RIG
+    from mprig.rig.layout import DEFAULT_RIG
 
     p.add_argument(
         "--rig",

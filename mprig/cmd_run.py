@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mprig.errors import UsageError
+from mprig.rig.layout import DEFAULT_RIG
 from mprig.shard import parse_shard
 
 RUN_EPILOG = """\
@@ -40,8 +41,6 @@ examples:
                                    reason), interrupted or missing; sha256 checked
   mprig status results/smoke --json
 """
-
-DEFAULT_RIG = "main"
 
 
 def register(subparsers: Any) -> None:
@@ -308,7 +307,7 @@ def write_campaign_json(
     """campaign.json: the spec as parsed, the whole plan (run id, index, parameters) and,
     for `--shard I/N`, the shard and its run ids."""
     from mprig import __version__, bundle
-    from mprig.cmd_spec import run_json
+    from mprig.plan import run_json
 
     doc = {
         "format": bundle.FORMAT,

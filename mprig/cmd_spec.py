@@ -8,10 +8,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mprig.cmd_run import DEFAULT_RIG
 from mprig.errors import SpecError, error_lines, escape
 from mprig.judge import plan_file, run_time_checks
-from mprig.plan import Run
+from mprig.plan import Run, run_json
+from mprig.rig.layout import DEFAULT_RIG
 
 if TYPE_CHECKING:
     from mprig.rig.host import PathLink
@@ -119,21 +119,6 @@ def _print_plan(
         print_commands(runs, inventory, args.rig, explicit=explicit is not None)
     else:
         print_table(runs)
-
-
-def run_json(run: Run) -> dict[str, Any]:
-    """One run with every parameter, as plain JSON values."""
-    return {
-        "index": run.index,
-        "run_id": run.run_id,
-        "repetition": run.repetition,
-        "seed": run.seed,
-        "point": run.point,
-        "variant": run.variant.model_dump(mode="json"),
-        "paths": [p.model_dump(mode="json") for p in run.paths],
-        "traffic": run.traffic.model_dump(mode="json"),
-        "capture": run.capture.model_dump(mode="json"),
-    }
 
 
 def table_rows(runs: list[Run]) -> list[list[str]]:

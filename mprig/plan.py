@@ -42,6 +42,21 @@ class Run:
     point: dict[str, Any] = field(default_factory=dict)  # sweep axis -> value of this run
 
 
+def run_json(run: Run) -> dict[str, Any]:
+    """One run with every parameter, as plain JSON values."""
+    return {
+        "index": run.index,
+        "run_id": run.run_id,
+        "repetition": run.repetition,
+        "seed": run.seed,
+        "point": run.point,
+        "variant": run.variant.model_dump(mode="json"),
+        "paths": [p.model_dump(mode="json") for p in run.paths],
+        "traffic": run.traffic.model_dump(mode="json"),
+        "capture": run.capture.model_dump(mode="json"),
+    }
+
+
 def expand(campaign: Campaign) -> list[Run]:
     """Every run of the campaign, in execution order (sequential or seeded shuffle).
 

@@ -33,6 +33,7 @@ TABLE_BASE = 100  # client policy routing: table TABLE_BASE + i for path i
 RULE_PRIO_BASE = 1000  # client policy routing: rule priority RULE_PRIO_BASE + i
 
 RIG_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+DEFAULT_RIG = "main"  # the rig `mprig run`, `mprig rig` and `mprig plan --commands` name
 
 # Fixed management addresses: a host keeps its address whatever the path mix.
 _MGMT_OCTET = {"client": 10, "server": 11, "ap": 12, "cell": 13}

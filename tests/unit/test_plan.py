@@ -14,8 +14,7 @@ import pytest
 
 from mprig import commands
 from mprig.cli import main
-from mprig.cmd_spec import run_json
-from mprig.plan import Run, expand, run_count, run_seed
+from mprig.plan import Run, expand, run_count, run_json, run_seed
 from mprig.rig.layout import SERVER_ADDR, layout
 from mprig.spec import load_campaign, parse_campaign
 
