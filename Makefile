@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 CAMPAIGN ?= experiments/smoke.yaml
 
 # Debian packages the rig, the VM mode, the collectors and the tests need.
-APT_PACKAGES := iproute2 iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-server \
+APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-server \
 	openssh-client nftables qemu-system-x86 linux-image-amd64 busybox-static kmod procps \
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool

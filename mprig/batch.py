@@ -4,10 +4,10 @@ A run applies some sixty commands; one SSH call each costs a quarter second on a
 machine and far more under VM emulation. The runner instead sends each host, per stage, one
 bash script built here from the argv lists (each quoted with shlex), over the host's
 long-lived session (mprig.rig.session): it runs them in order, stops at the first failure,
-starts background commands detached in their own session, and prints per command its output
-between markers with status, times and pid. Nothing but the commands themselves is executed
-(an exec costs a good fraction of a second under emulation). Every argv is still logged one
-by one in run.json.
+starts background commands detached in their own process group, and prints per command
+its output between markers with status, times and pid. Nothing but the commands themselves
+is executed (an exec costs a good fraction of a second under emulation). Every argv is
+still logged one by one in run.json.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ KILLED = 137  # `timeout -s KILL` status: reported as -9
 PRELUDE = 'export LC_ALL=C\nE="${TMPDIR:-/tmp}/mprig-batch.$$.err"\ntrap \'rm -f "$E"\' EXIT\n'
 
 
-# Background commands lead their own session (pgid == pid): `stop` signals the group, waits
+# Background commands lead their own process group (pgid == pid; bash's job control puts
+# them there, no `setsid` program started): `stop` signals the group, waits
 # until its leader is gone (or a zombie), then KILLs whatever is left. Bash builtins only
 # while waiting (`read -t` on a pipe nobody writes to is the sleep): under VM emulation a
 # `sleep` per poll costs 0.1-0.3 s.
@@ -89,7 +90,8 @@ def script(cmds: Sequence[Cmd], token: str) -> str:
         lines.append(f'printf "\\n{m} {i} %s\\n" "$EPOCHREALTIME"\n')
         if c.log:
             log, pid = shlex.quote(c.log), shlex.quote(f"{c.log}.pid")
-            lines.append(f'setsid {argv} > {log} 2>&1 < /dev/null & p=$!; echo "$p" > {pid}\n')
+            lines.append(f"set -m; {argv} > {log} 2>&1 < /dev/null & p=$!; set +m\n")
+            lines.append(f'echo "$p" > {pid}\n')
             lines.append(': > "$E"; rc=0\n')
         elif (inline := _subshell(c)) is not None:
             lines.append(f'{inline} 2> "$E" < /dev/null; rc=$?; p=-\n')

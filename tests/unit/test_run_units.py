@@ -217,3 +217,43 @@ def test_stop_kills_a_group_that_ignores_term_and_returns_0() -> None:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_a_runs_own_plumbing_starts_no_program(tmp_path: Path) -> None:
+    """Under VM emulation every program started costs 0.1-0.3 s, so a batch's plumbing is
+    bash's own: run directories made and removed with bash's loadable mkdir/rm (the
+    bash-builtins package the Makefile installs), background commands put in their own
+    process group by job control instead of `setsid`. Stand-ins for those programs early on
+    PATH log every start; none may appear, while the work is still done."""
+    calls = tmp_path / "started"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("mkdir", "rm", "setsid"):
+        stand_in = bin_dir / tool
+        stand_in.write_text(f'#!/bin/sh\necho {tool} >> {calls}\nexec /usr/bin/{tool} "$@"\n')
+        stand_in.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+
+    class StandInPathHost(LocalHost):
+        session = Session(lambda token: ["env", f"PATH={path}", *loop_command(token)])
+
+    run_dir, log = tmp_path / "a" / "b", tmp_path / "bg.log"
+    (tmp_path / "old").mkdir()
+    cmds = [
+        batch.Cmd(["rm", "-rf", "--", str(tmp_path / "old"), str(tmp_path / "absent")]),
+        batch.Cmd(["mkdir", "-p", str(run_dir)]),
+        batch.Cmd(["mkdir", "-p", str(run_dir)]),  # exists: still 0
+        batch.Cmd(["sh", "-c", "echo started; exec sleep 30"], log=str(log)),
+    ]
+    host = StandInPathHost()
+    try:
+        done = batch.run_on(host, cmds)  # type: ignore[arg-type]
+        assert [d.returncode for d in done] == [0, 0, 0, 0]
+        pid = done[3].pid
+        assert pid is not None and os.getpgid(pid) == pid  # stop signals its group
+        stop = batch.run_on(host, [batch.Cmd(batch.stop_argv([pid]))])  # type: ignore[arg-type]
+        assert stop[0].returncode == 0
+    finally:
+        host.session.close()
+    assert run_dir.is_dir() and not (tmp_path / "old").exists()
+    assert not calls.exists(), f"programs started: {calls.read_text().split()}"
