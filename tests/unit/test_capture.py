@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,46 @@ def test_per_interface_captures_merge_into_one_the_collectors_read_alike(tmp_pat
     after = analyze_pcap(merged)
     assert ([c.summary() for c in after.connections], after.warnings) == (before, [])
     assert capture.pcapng_interfaces(merged) == [("wlan0", 1), ("wwan0", 1)]
+
+
+def _epb_interfaces(path: Path) -> list[int]:
+    """The interface id of every enhanced packet block of a pcapng file, in file order."""
+    data, ids, pos = path.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        kind, n = struct.unpack("<II", data[pos : pos + 8])
+        if kind == 6:
+            ids.append(struct.unpack("<I", data[pos + 8 : pos + 12])[0])
+        pos += n
+    return ids
+
+
+def test_merged_packets_keep_the_interface_they_were_captured_on(tmp_path: Path) -> None:
+    """Each packet block names its own interface: tshark's frame.interface_id must say
+    wlan0 for wlan0's packets (the first merge tagged every packet with the last one).
+    Ties in time go to the interface listed first; a record cut short ends its file."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    def pkt(t: float, port: int) -> Ether:
+        p = Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(dport=port) / (b"x" * (port % 7))
+        p.time = t
+        return p
+
+    wlan = [pkt(1.0, 1), pkt(1.2, 2), pkt(1.5, 3)]
+    wwan = [pkt(1.1, 11), pkt(1.5, 12), pkt(1.7, 13)]
+    wrpcap(str(tmp_path / "a.pcap"), wlan)
+    wrpcap(str(tmp_path / "b.pcap"), wwan)
+    with (tmp_path / "b.pcap").open("ab") as f:
+        f.write(struct.pack("<IIII", 2, 0, 60, 60) + b"cut")  # tcpdump killed mid-write
+    merged = tmp_path / "m.pcapng"
+    parts = [("wlan0", tmp_path / "a.pcap"), ("wwan0", tmp_path / "b.pcap")]
+    assert capture.merge_pcaps(parts, merged) == 6
+    assert _epb_interfaces(merged) == [0, 1, 0, 0, 1, 1]
+    ports = subprocess.run(
+        ["tshark", "-r", str(merged), "-T", "fields", "-e", "frame.interface_name",
+         "-e", "udp.dstport"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()  # fmt: skip
+    assert ports == ["wlan0", "1", "wwan0", "11", "wlan0", "2", "wlan0", "3", "wwan0", "12",
+                     "wwan0", "13"]  # fmt: skip
