@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
+from collections.abc import Sequence
 
 from mprig.rig.host import PathLink
 from mprig.spec import Direction, Path
@@ -76,3 +78,36 @@ def clear_commands(link: PathLink) -> list[tuple[str, list[str]]]:
 def snapshot_argv() -> list[str]:
     """`tc -s qdisc show`: the before/after snapshot taken on every router."""
     return ["tc", "-s", "qdisc", "show"]
+
+
+# One tc for many commands: under VM emulation every tc started costs 0.2-0.4 s. `-force`
+# runs every line even after one failed (teardown removes what it can); the status is then
+# 1. A constant script: the commands arrive as arguments, one line each.
+TC_BATCH = 'printf "%s\\n" "$@" | tc -force -batch -'
+
+
+def tc_batch(lines: Sequence[str]) -> list[str]:
+    """argv running `lines` (tc commands without the leading `tc`) through one `tc -batch`."""
+    return ["bash", "-c", TC_BATCH, "mprig-tc", *lines]
+
+
+def fuse_tc(cmds: Sequence[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """(host, argv) in order, each run of one host's consecutive `tc` commands (two or more,
+    without global options) joined into one tc_batch."""
+    out: list[tuple[str, list[str]]] = []
+    run: list[list[str]] = []
+    for i, (host, argv) in enumerate(cmds):
+        if _plain_tc(argv):
+            run.append(argv)
+        else:
+            out.append((host, argv))
+        nxt = cmds[i + 1] if i + 1 < len(cmds) else None
+        if run and (nxt is None or nxt[0] != host or not _plain_tc(nxt[1])):
+            joined = tc_batch([shlex.join(a[1:]) for a in run]) if len(run) > 1 else run[0]
+            out.append((host, joined))
+            run = []
+    return out
+
+
+def _plain_tc(argv: list[str]) -> bool:
+    return len(argv) > 1 and argv[0] == "tc" and not argv[1].startswith("-")

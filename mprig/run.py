@@ -190,16 +190,19 @@ CLEAN_SCRIPT = 'rm -rf "$1"/*/"$2" "$1"/*/"$2".tar && mkdir -p "$3"'
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
-    """One round trip per host: fresh remote dirs, knobs, endpoints, netem; tc, sysctl and
-    nstat snapshots; then tcpdump (until it captures), the ss sampler, the traffic server
-    (until it listens)."""
+    """One round trip per host: fresh remote dirs and tcpdump started (it gets ready while
+    the rest runs); knobs, endpoints, netem; tc, sysctl and nstat snapshots; the ss
+    sampler and the traffic server; then the waits for tcpdump capturing and the server
+    listening."""
     b = Batch()
     root = f"/tmp/mprig-{a.rig.name}"
     for host in a.hosts():
         fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
+    waits = add_captures(a, b)
     base = a.baseline.hosts if a.baseline else {}
-    for host, argv in [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]:
+    setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
+    for host, argv in impair.fuse_tc(setup):
         b.add(host, Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
@@ -207,7 +210,9 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(host, Cmd(read_settings_argv(a, host)))
     for host in ("client", "server"):
         b.add(host, Cmd(capture.nstat_argv()))
-    add_starts(a, cmds, b)
+    waits += add_starts(a, cmds, b)
+    for host, cmd in waits:
+        b.add(host, cmd)
     a.stage("setup", b)
     for router in a.routers:
         a.save(f"tc-{router}-before.txt", a.output(router, impair.snapshot_argv()))
@@ -240,9 +245,9 @@ def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None
         raise RunFailed(f"settings differ from the spec: {'; '.join(problems)}", transient=False)
 
 
-def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
-    """tcpdump, the ss sampler, the helpers and the traffic server all start first, then
-    the waits: tcpdump capturing and the server listening get ready side by side."""
+def add_captures(a: Attempt, b: Batch) -> list[tuple[str, Cmd]]:
+    """tcpdump on every data interface of the capturing hosts; the waits for each to
+    capture (added by the caller after the rest of the stage)."""
     cap = a.run.capture
     waits: list[tuple[str, Cmd]] = []
     for h in cap.hosts if cap.enabled else ():
@@ -252,6 +257,13 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
             log = f"{d}/tcpdump-{i}.log"
             b.add(h, Cmd(capture.tcpdump_argv(out, cap.snaplen, i), log=log))
             waits.append((h, wait_cmd('logged "$1" "listening on"', log)))
+    return waits
+
+
+def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[str, Cmd]]:
+    """The ss sampler, the helpers and the traffic server start once the settings are in
+    place (sockets take them when created); the wait for the server to listen."""
+    waits: list[tuple[str, Cmd]] = []
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
@@ -261,8 +273,7 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> None:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
         port = PORTS[a.run.traffic.tool]
         waits.append((host, wait_cmd('listening "$1"', str(port))))
-    for host, cmd in waits:
-        b.add(host, cmd)
+    return waits
 
 
 def capture_interfaces(rig: Rig, host: str) -> tuple[str, ...]:
@@ -314,7 +325,7 @@ def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(host, Cmd(capture.nstat_argv()))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
-    for host, argv in cmds.teardown:
+    for host, argv in impair.fuse_tc(cmds.teardown):
         b.add(host, Cmd(argv, check=False))
     for host, names in remote_files(a).items():
         b.add(host, Cmd(["tar", "-C", a.remote(host), "-cf", f"{a.remote(host)}.tar", *names]))
@@ -375,8 +386,10 @@ def fetch_stage(a: Attempt) -> None:
 
     t0 = time.monotonic()
     batch.parallel(fetch, list(files))
+    t1 = time.monotonic()
     join_captures(a)
-    a.stage_s["fetch"] = round(time.monotonic() - t0, 3)
+    a.stage_s["fetch"] = round(t1 - t0, 3)
+    a.stage_s["join"] = round(time.monotonic() - t1, 3)
 
 
 def join_captures(a: Attempt) -> None:
@@ -415,7 +428,7 @@ def teardown(a: Attempt, cmds: commands.RunCommands | None) -> None:
     b = Batch()
     for host, pids in a.background.items():
         b.add(host, Cmd(batch.stop_argv(list(pids.values()), "KILL"), check=False))
-    for host, argv in cmds.teardown if cmds else []:
+    for host, argv in impair.fuse_tc(cmds.teardown if cmds else []):
         b.add(host, Cmd(argv, check=False))
     for host in a.hosts():
         d = a.remote(host)

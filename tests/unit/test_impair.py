@@ -54,3 +54,36 @@ def test_clear_commands() -> None:
         ("ap", ["tc", "qdisc", "del", "dev", "ap-c", "root"]),
         ("ap", ["tc", "qdisc", "del", "dev", "ap-s", "root"]),
     ]
+
+
+def test_a_hosts_consecutive_tc_commands_become_one_tc_batch() -> None:
+    """Under VM emulation each tc started costs 0.2-0.4 s, so a router's qdisc commands of
+    one stage go through one `tc -batch`; order is kept and nothing else is merged."""
+    cmds = [
+        ("client", ["sysctl", "-w", "a=1"]),
+        *impair.clear_commands(LINK),
+        ("cell", ["tc", "qdisc", "del", "dev", "cell-c", "root"]),
+        ("ap", ["ip", "link", "show"]),
+        ("ap", ["tc", "qdisc", "replace", "dev", "ap-c", "root", "netem", "delay", "1ms"]),
+    ]
+    fused = impair.fuse_tc(cmds)
+    assert fused == [
+        ("client", ["sysctl", "-w", "a=1"]),
+        ("ap", impair.tc_batch(["qdisc del dev ap-c root", "qdisc del dev ap-s root"])),
+        ("cell", ["tc", "qdisc", "del", "dev", "cell-c", "root"]),  # alone: left as it is
+        ("ap", ["ip", "link", "show"]),
+        ("ap", ["tc", "qdisc", "replace", "dev", "ap-c", "root", "netem", "delay", "1ms"]),
+    ]
+
+
+def test_a_tc_batch_runs_every_line_and_fails_if_one_failed() -> None:
+    """The real tc: a line that fails does not stop the lines after it (teardown removes
+    every qdisc it can), and the batch's status says something failed."""
+    import subprocess
+
+    argv = impair.tc_batch(
+        ["qdisc del dev mprig-no-such-a root", "qdisc del dev mprig-no-such-b root"]
+    )
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert p.returncode != 0
+    assert "mprig-no-such-a" in p.stderr and "mprig-no-such-b" in p.stderr
