@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from mprig import tools
+from mprig import datafiles, tools
 from mprig.errors import MprigError, ToolMissing
 
-SOURCE_DIR = Path(__file__).resolve().parent.parent / "kernel-configs" / "bpf"
+SOURCE_DIR = datafiles.KERNEL_CONFIGS / "bpf"
 BTF = Path("/sys/kernel/btf/vmlinux")
 AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 

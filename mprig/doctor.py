@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mprig import datafiles
 from mprig.tools import which
 
 EPILOG = """\
@@ -187,6 +188,7 @@ def gather(inventory: Path | None = None) -> dict[str, Any]:
         "vm": [asdict(c) for c in vm_checks()],
         "rig_mode": mode,
         "rig_mode_reason": why,
+        "project_files": datafiles.described(),
         **({"hosts": [asdict(c) for c in host_checks(inventory)]} if inventory else {}),
     }
 
@@ -202,6 +204,10 @@ def render(report: dict[str, Any]) -> str:
             mark = "ok " if c["ok"] else ("MISSING" if c["required"] else "no ")
             lines.append(f"  {mark:<7} {c['name']:<20} {c['detail']}")
     lines.append(f"rig mode: {report['rig_mode']} because {report['rig_mode_reason']}")
+    if "project_files" in report:
+        lines.append(
+            f"playbooks, inventory, kernel-configs, experiments: {report['project_files']}"
+        )
     return "\n".join(lines)
 
 

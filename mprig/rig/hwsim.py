@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mprig import datafiles
 from mprig.errors import HostError, ToolMissing
 from mprig.rig import layout as L
 from mprig.rig import netns, provision, virtual
@@ -26,10 +27,9 @@ from mprig.rig.netns import Topology
 from mprig.spec import Path as SpecPath
 
 LINK_TYPE = "hwsim"  # key in netns.CLIENT_LINKS
-REPO = Path(__file__).resolve().parents[2]
 # The virtual rig's Wi-Fi passphrase is vault-encrypted like a lab's; its password file is an
 # example committed on purpose (the virtual rig's radios exist only inside one kernel).
-VAULT_PASSWORD_FILE = REPO / "inventory" / "virtual" / "vault-password"
+VAULT_PASSWORD_FILE = datafiles.INVENTORY / "virtual" / "vault-password"
 
 
 def available() -> bool:

@@ -29,12 +29,12 @@ from typing import Any
 
 import yaml
 
+from mprig import datafiles
 from mprig.errors import UsageError, escape
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink, Rig, check_interface
 
-REPO = Path(__file__).resolve().parents[2]
-VIRTUAL_INVENTORY = REPO / "inventory" / "virtual"
+VIRTUAL_INVENTORY = datafiles.INVENTORY / "virtual"
 MPTCP_LIMITS = {"subflows": 8, "add_addr_accepted": 8}
 
 HEADER = """\
@@ -136,7 +136,7 @@ def check_inventory(path: Path, *, explicit: bool) -> Path:
 
 def _under_inventory_dir(path: Path) -> bool:
     real = path.resolve()
-    roots = {(REPO / "inventory").resolve(), (Path.cwd() / "inventory").resolve()}
+    roots = {datafiles.INVENTORY.resolve(), (Path.cwd() / "inventory").resolve()}
     return any(real.is_relative_to(root) for root in roots)
 
 

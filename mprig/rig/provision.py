@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mprig import datafiles
 from mprig.errors import HostError, ToolMissing
 
-PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+PLAYBOOKS = datafiles.PLAYBOOKS
 
 
 def ansible_tool(name: str) -> str:

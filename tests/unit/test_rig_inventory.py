@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mprig import datafiles
 from mprig.errors import UsageError
 from mprig.rig import inventory as I
 from mprig.rig import layout as L
@@ -156,7 +157,7 @@ def test_an_inventory_without_usable_data_interfaces_names_the_host(
 
 @pytest.mark.slow
 def test_the_example_lab_inventory_names_every_hosts_data_interfaces() -> None:
-    lab = I.REPO / "inventory" / "lab.example"
+    lab = datafiles.INVENTORY / "lab.example"
     data = I.load_inventory(lab)
     links = tuple(PathLink(**p) for p in data["_meta"]["hostvars"]["client"]["mprig_paths"])
     assert I.data_interfaces(lab, data["_meta"]["hostvars"], links) == {

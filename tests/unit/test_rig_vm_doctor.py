@@ -101,6 +101,21 @@ def test_doctor_renders_the_lab_hosts_section_when_an_inventory_was_given() -> N
     ]
 
 
+def test_doctor_says_where_the_playbooks_and_example_campaigns_are() -> None:
+    report = {
+        "kernel_release": "6.18.0",
+        "kernel": [],
+        "tools": [],
+        "vm": [],
+        "rig_mode": "native",
+        "rig_mode_reason": "netem present",
+        "project_files": "/opt/mprig (checkout)",
+    }
+    assert doctor.render(report).splitlines()[-1] == (
+        "playbooks, inventory, kernel-configs, experiments: /opt/mprig (checkout)"
+    )
+
+
 def test_bpf_program_status_on_a_lab_host_says_what_it_lacks() -> None:
     from mprig.rig.lab_cc import program_status
 
