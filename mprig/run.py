@@ -314,9 +314,8 @@ def _last_line(text: str) -> str:
 
 def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     """Stop the background commands (TERM: tcpdump writes its summary), take the after
-    snapshots, remove the qdiscs, pack each host's files (tcpdump's log with them: its
-    exit summary says what the kernel dropped). Remote files go at the next run's setup or
-    the campaign's end."""
+    snapshots, remove the qdiscs. Remote files go at the next run's setup or the
+    campaign's end."""
     b = Batch()
     for host, pids in a.background.items():
         b.add(host, Cmd(batch.stop_argv(list(pids.values())), timeout=15))
@@ -327,8 +326,6 @@ def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(router, Cmd(impair.snapshot_argv()))
     for host, argv in impair.fuse_tc(cmds.teardown):
         b.add(host, Cmd(argv, check=False))
-    for host, names in remote_files(a).items():
-        b.add(host, Cmd(["tar", "-C", a.remote(host), "-cf", f"{a.remote(host)}.tar", *names]))
     a.stage("stop", b)
     for host in ("client", "server"):
         a.save(f"nstat-{host}-after.txt", a.output(host, capture.nstat_argv()))
@@ -367,13 +364,14 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
 
 
 def fetch_stage(a: Attempt) -> None:
-    """Copy each host's tar into staging and unpack its files under their bundle names."""
+    """Each host's files (tcpdump's log with them: its exit summary says what the kernel
+    dropped) streamed as one tar into staging, unpacked under their bundle names."""
     files = remote_files(a)
 
     def fetch(host: str) -> None:
         tar = a.staging / f".{host}.tar"
         try:
-            a.rig.hosts[host].fetch(f"{a.remote(host)}.tar", tar)
+            a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
         except HostError as e:
             raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
         with tarfile.open(tar) as t:

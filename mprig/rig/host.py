@@ -80,6 +80,10 @@ class Host(Protocol):
         """Copy a remote file to a local path."""
         ...
 
+    def fetch_tar(self, directory: str, names: Sequence[str], local: FsPath) -> None:
+        """Write to a local path a tar of the named files of a remote directory."""
+        ...
+
     def close(self) -> None:
         """End the long-lived session, if one is open (a later call opens a new one)."""
         ...

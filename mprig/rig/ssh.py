@@ -139,16 +139,23 @@ class SshHost:
 
     def fetch(self, remote: str, local: FsPath) -> None:
         """Copy a remote file to `local` (`cat` over the host's session, streamed)."""
+        self._stream(f"exec cat -- {shlex.quote(remote)}", local, remote)
+
+    def fetch_tar(self, directory: str, names: Sequence[str], local: FsPath) -> None:
+        """A tar of `names` in the remote `directory`, streamed to `local` as tar writes it
+        (one program started, nothing written on the host)."""
+        argv = ["tar", "-C", directory, "-cf", "-", "--", *names]
+        self._stream(f"exec {shlex.join(argv)}", local, f"{directory}: {' '.join(names)}")
+
+    def _stream(self, script: str, local: FsPath, what: str) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
         with open(local, "wb") as out:
             try:
-                code, _, err = self.session.run(
-                    f"exec cat -- {shlex.quote(remote)}", timeout=300, sink=out.write
-                )
+                code, _, err = self.session.run(script, timeout=300, sink=out.write)
             except SessionError as e:
-                self._session_failed(e, f"fetch {remote}")
+                self._session_failed(e, f"fetch {what}")
         if code != 0:
-            raise HostError(self.name, f"fetch {remote} failed: {err.strip()}")
+            raise HostError(self.name, f"fetch {what} failed: {err.strip()}")
 
     def close(self) -> None:
         """End this host's session and stop its ControlMaster connection, if any."""

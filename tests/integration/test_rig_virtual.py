@@ -134,6 +134,27 @@ def test_fetch_copies_a_remote_file(rig: Rig, tmp_path: Path) -> None:
     assert e.value.transient is False
 
 
+def test_fetch_tar_streams_the_named_files_and_names_a_missing_one(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """A run's files come back as one tar streamed over the host's session: the files
+    byte for byte (a binary one too), and a file that is not there fails the fetch with
+    its name."""
+    import tarfile
+
+    host, remote = rig.hosts["client"], f"/tmp/{NAME}-tar"
+    payload = bytes(range(256)) * 40
+    host.run(["mkdir", "-p", remote])
+    host.run(["sh", "-c", 'cat > "$1"/a.bin; echo text > "$1"/b.txt', "w", remote],
+             input=payload)  # fmt: skip
+    host.fetch_tar(remote, ["a.bin", "b.txt"], tmp_path / "x.tar")
+    with tarfile.open(tmp_path / "x.tar") as t:
+        assert t.getnames() == ["a.bin", "b.txt"]
+        assert t.extractfile("a.bin").read() == payload  # type: ignore[union-attr]
+    with pytest.raises(HostError, match=r"client: fetch .*-tar: a.bin gone.txt failed: .*gone"):
+        host.fetch_tar(remote, ["a.bin", "gone.txt"], tmp_path / "y.tar")
+
+
 def test_scripts_run_over_one_session_per_host_in_its_namespace(rig: Rig) -> None:
     seen = {}
     for name, host in rig.hosts.items():
