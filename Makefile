@@ -94,8 +94,10 @@ papers-core: setup
 	for seed in 000 001 002 003 004; do $(BIN)/mprig reproduce $$seed --profile core --run || exit 1; done
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
+# Re-renders, from the committed files alone (runs nothing), docs/papers.md's numbers and
+# every reports/reproductions/<seed>/report.html.
 papers-docs: venv
-	$(BIN)/mprig reproduce --docs docs/papers.md
+	$(BIN)/mprig reproduce --docs docs/papers.md --html
 
 # ns-3 as the oracle of the Wi-Fi model (issue 16): builds oracle/ns3/wifi_link against
 # Debian's libns3-dev 3.37 and runs the seeds' distance sweeps into reports/references/ns3/

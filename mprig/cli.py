@@ -28,7 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "collectors.cmd_analyze",
     "collectors.cmd_collect",
     "reports.cmd_report",
-    "reports.reproduce",
+    "reports.cmd_reproduce",
     "reports.cmd_compare",
     "reports.cmd_nightly",
 )

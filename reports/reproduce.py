@@ -3,14 +3,13 @@ reproduction report: our numbers beside the paper's with the verdicts of
 reports/references, the derived comparisons the papers make (MPTCP's gain over TCP per
 sweep point), and the setup differences between the paper and this rig.
 
-The builders are pure (results in, Markdown lines out); `main` is the I/O edge. Running and
-collecting go through the `mprig run` and `mprig collect` commands, so this module depends
-on their command lines only.
+The builders are pure (results in, Markdown lines out); `reproduce` is the I/O edge and
+reports/cmd_reproduce.py the command. Running and collecting go through the `mprig run` and
+`mprig collect` commands, so this module depends on their command lines only.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import subprocess
 import sys
@@ -555,6 +554,7 @@ def verdict_summary(seed: str, outcomes: list[CampaignOutcome]) -> dict[str, Any
                 "n": c.n,
                 "n_base": c.n_base,
                 "n_needed": c.n_needed,
+                "reason": c.reason,
             }
             for o in outcomes
             for c in o.checks
@@ -740,66 +740,3 @@ def update_docs(path: Path, reproductions: Path = REPRODUCTIONS) -> bool:
     if new != text:
         fsio.write_text(path, new)
     return new != text
-
-
-EPILOG = """\
-examples:
-  mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
-                                         results/reproduce/000-quick/ (report.md, metrics,
-                                         environment.json, verdicts.json)
-  mprig reproduce 000 --profile core --run
-                                         the cells of the paper's headline claims, five
-                                         repetitions (about 45 min without KVM); writes
-                                         reports/reproductions/000/ (committed)
-  mprig reproduce 004 --profile full --run
-                                         the paper's run lengths and repetitions over every
-                                         cell (hours to days); reports/reproductions/004/
-  mprig reproduce 000 003                report from results already collected
-  mprig reproduce --list                 the papers and their campaign files
-"""
-
-
-def register(subparsers: Any) -> None:
-    """Add the `reproduce` command."""
-    p = subparsers.add_parser(
-        "reproduce",
-        help="run a paper's campaigns and write its reproduction report",
-        description="Reproduce the papers' tables: campaigns in experiments/papers/, "
-        "verdicts from reports/references/, setup differences.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 001 002 003 004")
-    p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2 h "
-                   "for all papers without KVM); full: every cell at the papers' run lengths "
-                   "(days without KVM). Default: quick")  # fmt: skip
-    p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
-    p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="where SEED/ goes (default: reports/reproductions for the core and "
-                   "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
-    p.add_argument("--list", action="store_true", help="list the papers and campaigns")
-    p.add_argument("--docs", type=Path, default=None, metavar="FILE",
-                   help="rewrite FILE's numbers section from reports/reproductions "
-                   "(docs/papers.md; `make papers-docs`)")  # fmt: skip
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    """Write one report per seed; print where."""
-    if args.docs is not None:
-        changed = update_docs(args.docs)
-        print(f"{args.docs}: {'updated' if changed else 'up to date'}")
-        return 0
-    if args.list or not args.seeds:
-        for seed, plan in PAPERS.items():
-            files = [campaign_file(s, args.profile) for s in plan.campaigns]
-            names = " ".join(f.name for f in files if f.is_file())
-            print(f"{seed}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
-        return 0 if args.list else 2
-    default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
-    out = args.out or default
-    for seed in args.seeds:
-        print(reproduce(seed, args.profile, args.results, out, args.run))
-    return 0

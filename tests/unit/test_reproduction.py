@@ -11,6 +11,7 @@ import pandas as pd
 import paper_synth as ps
 import pytest
 
+from mprig import cli
 from reports import reproduce
 from reports.references import VERDICTS
 
@@ -24,8 +25,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
         reps = 5 if stem == "000-table1" else 2  # scenarios: keep the test light
         ps.write(results / f"{stem}-full", f"{stem}-full", repetitions=reps)
     out = tmp_path_factory.mktemp("reproductions")
-    report = reproduce.reproduce("000", "full", results, out, run=False)
-    assert report == out / "000" / "report.md"
+    argv = ["reproduce", "000", "--profile", "full", "--results", str(results), "--out", str(out)]
+    assert cli.main(argv) == 0  # the command: report.md, then report.html beside it
     return out / "000"
 
 
@@ -36,6 +37,7 @@ def test_the_directory_holds_metrics_report_environment_and_verdicts(written: Pa
         "figures",
         "metrics.csv",
         "metrics.parquet",
+        "report.html",
         "report.md",
         "verdicts.json",
     ]

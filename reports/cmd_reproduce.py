@@ -1,0 +1,100 @@
+"""`mprig reproduce SEED`: a paper's campaigns, then its reproduction report (report.md from
+reports/reproduce.py, report.html from reports/reproduce_html.py) and, with --docs and
+--html, the views rendered again from the committed reproductions alone."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reports import reproduce_html
+from reports.reproduce import (
+    COMMITTED,
+    PAPERS,
+    PROFILES,
+    REPRODUCTIONS,
+    campaign_file,
+    reproduce,
+    update_docs,
+)
+
+EPILOG = """\
+examples:
+  mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
+                                         results/reproduce/000-quick/ (report.md,
+                                         report.html, metrics, environment.json,
+                                         verdicts.json)
+  mprig reproduce 000 --profile core --run
+                                         the cells of the paper's headline claims, five
+                                         repetitions (about 45 min without KVM); writes
+                                         reports/reproductions/000/ (committed)
+  mprig reproduce 004 --profile full --run
+                                         the paper's run lengths and repetitions over every
+                                         cell (hours to days); reports/reproductions/004/
+  mprig reproduce 000 003                report from results already collected
+  mprig reproduce --docs docs/papers.md --html
+                                         docs/papers.md's numbers and every committed
+                                         reproduction's report.html, from the committed
+                                         files alone (`make papers-docs`; runs nothing)
+  mprig reproduce --list                 the papers and their campaign files
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `reproduce` command."""
+    p = subparsers.add_parser(
+        "reproduce",
+        help="run a paper's campaigns and write its reproduction report",
+        description="Reproduce the papers' tables: campaigns in experiments/papers/, "
+        "verdicts from reports/references/, setup differences.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 001 002 003 004")
+    p.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2 h "
+                   "for all papers without KVM); full: every cell at the papers' run lengths "
+                   "(days without KVM). Default: quick")  # fmt: skip
+    p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
+    p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="where SEED/ goes (default: reports/reproductions for the core and "
+                   "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
+    p.add_argument("--list", action="store_true", help="list the papers and campaigns")
+    p.add_argument("--docs", type=Path, default=None, metavar="FILE",
+                   help="rewrite FILE's numbers section from reports/reproductions "
+                   "(docs/papers.md; `make papers-docs`)")  # fmt: skip
+    p.add_argument("--html", action="store_true",
+                   help="render report.html again in every reproduction directory under "
+                   "--out (default reports/reproductions) from its committed files")  # fmt: skip
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Write one report per seed, or re-render the committed views; print where."""
+    if args.docs is not None or args.html:
+        return rerender(args.docs, (args.out or REPRODUCTIONS) if args.html else None)
+    if args.list or not args.seeds:
+        for seed, plan in PAPERS.items():
+            files = [campaign_file(s, args.profile) for s in plan.campaigns]
+            names = " ".join(f.name for f in files if f.is_file())
+            print(f"{seed}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
+        return 0 if args.list else 2
+    default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
+    out = args.out or default
+    for seed in args.seeds:
+        report = reproduce(seed, args.profile, args.results, out, args.run)
+        print(report)
+        print(reproduce_html.write(report.parent))
+    return 0
+
+
+def rerender(docs: Path | None, reproductions: Path | None) -> int:
+    """DOCS' numbers section and every report.html under REPRODUCTIONS (either may be None)."""
+    if docs is not None:
+        changed = update_docs(docs)
+        print(f"{docs}: {'updated' if changed else 'up to date'}")
+    if reproductions is not None:
+        for page in reproduce_html.write_all(reproductions):
+            print(page)
+    return 0
