@@ -115,8 +115,10 @@ def one_point(count: int, rate: float, seconds: float, out: Path) -> dict[str, A
 
 
 def _received_mbit(text: str) -> float:
+    """What a UDP iperf3 server received, from its JSON: `end.sum_received` (iperf3 3.12's
+    server reports 0 bytes in `end.sum` for UDP)."""
     with contextlib.suppress(ValueError, KeyError):
-        return round(json.loads(text)["end"]["sum"]["bits_per_second"] / 1e6, 2)
+        return round(json.loads(text)["end"]["sum_received"]["bits_per_second"] / 1e6, 2)
     return 0.0
 
 
