@@ -33,7 +33,7 @@ setup(
         Extension(
             "collectors._core",
             sources=["collectors/_core.c"],
-            depends=["collectors/_sha.h"],
+            libraries=["crypto"],  # OpenSSL's EVP digests (MPTCP tokens); Debian libssl-dev
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra"],
         )
     ],

@@ -14,12 +14,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <arpa/inet.h>
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "_sha.h"
 
 #define MAX_RECORD (1u << 20)     /* a capture record larger than this is corruption */
 #define MAX_WARNINGS 50           /* detailed warnings kept; the rest are only counted */
@@ -657,7 +656,10 @@ typedef struct {
     int prio_backup;
 } opts_t;
 
-static uint32_t rd32(const uint8_t *p) { return sha_be32(p); }
+static uint32_t rd32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 static uint64_t rd64(const uint8_t *p) { return ((uint64_t)rd32(p) << 32) | rd32(p + 4); }
 
@@ -1310,14 +1312,30 @@ static int reused_tuple(const subflow_t *s, const tcpinfo_t *ti, int dir)
     return ended && !(dir == 0 && s->h[0].have_isn && s->h[0].isn == ti->seq);
 }
 
+/* An MPTCP key's token (most significant 32 bits of its hash) and IDSN (least significant
+ * 64): SHA-1 for version 0 (RFC 6824), SHA-256 for version 1 (RFC 8684), from OpenSSL.
+ * 0 on success; -1 when OpenSSL fails (it cannot allocate). */
+static int mptcp_key_derive(uint64_t key, int version, uint32_t *token, uint64_t *idsn)
+{
+    uint8_t k[8], dig[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    for (int i = 0; i < 8; i++)
+        k[i] = (uint8_t)(key >> (56 - 8 * i));
+    if (!EVP_Digest(k, sizeof k, dig, &n, version == 0 ? EVP_sha1() : EVP_sha256(), NULL))
+        return -1;
+    *token = rd32(dig);
+    *idsn = rd64(dig + n - 8);
+    return 0;
+}
+
 static void set_key(state_t *st, conn_t *c, int32_t ci, int side, uint64_t key)
 {
     if (c->have_key[side])
         return;
     c->have_key[side] = 1;
     c->key[side] = key;
-    mptcp_key_derive(key, c->version, &c->token[side], &c->idsn[side]);
-    if (tmap_put(st, c->token[side], ci * 2 + side))
+    if (mptcp_key_derive(key, c->version, &c->token[side], &c->idsn[side]) ||
+        tmap_put(st, c->token[side], ci * 2 + side))
         st->oom = 1;
     dir_t *d = &c->d[side];
     if (!d->based) { /* data starts at IDSN + 1 */
@@ -2332,7 +2350,8 @@ static PyObject *core_derive(PyObject *self, PyObject *args)
         return NULL;
     uint32_t tok;
     uint64_t idsn;
-    mptcp_key_derive(key, version, &tok, &idsn);
+    if (mptcp_key_derive(key, version, &tok, &idsn))
+        return PyErr_NoMemory();
     return Py_BuildValue("(kK)", (unsigned long)tok, (unsigned long long)idsn);
 }
 

@@ -1,5 +1,5 @@
 """The metric math as pure functions over arrays (collectors/metrics.py, reorder.py), and
-the compiled core's key derivation against hashlib."""
+the compiled core's key derivation (OpenSSL's EVP) against hashlib."""
 
 from __future__ import annotations
 
@@ -22,6 +22,14 @@ def u64(*v: int) -> np.ndarray:
 @pytest.mark.parametrize("key", [0, 1, 0x0123456789ABCDEF, 2**64 - 1])
 def test_token_and_idsn_from_key(version: int, hash_: type, key: int) -> None:
     digest = hash_(key.to_bytes(8, "big")).digest()
+    expected = (int.from_bytes(digest[:4], "big"), int.from_bytes(digest[-8:], "big"))
+    assert _core.derive(key, version) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(key=st.integers(0, 2**64 - 1), version=st.sampled_from([0, 1]))
+def test_openssl_derivation_equals_hashlib_on_any_key(key: int, version: int) -> None:
+    digest = (hashlib.sha1 if version == 0 else hashlib.sha256)(key.to_bytes(8, "big")).digest()
     expected = (int.from_bytes(digest[:4], "big"), int.from_bytes(digest[-8:], "big"))
     assert _core.derive(key, version) == expected
 
