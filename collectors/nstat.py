@@ -1,12 +1,15 @@
-"""Parse `nstat -az` text (kernel SNMP/MIB counters) and take before/after deltas.
+"""Parse `nstat -asz --json` (kernel SNMP/MIB counters) and take before/after deltas.
 
-`nstat -az` prints `#kernel`, then one `<Name> <value> <rate>` line per counter, zeros
-included. The runner records it on each host before and after a run; the run's counters
-are the differences. MPTcpExt* are MPTCP's MIB (net/mptcp/mib.c), TcpExt* TCP's.
+The runner records `nstat -asz --json` (`{"kernel": {"<Name>": value, ...}}`, zeros
+included) on each host before and after a run; the run's counters are the differences.
+Bundles recorded before mprig asked for JSON hold nstat's text instead (`#kernel`, then one
+`<Name> <value> <rate>` line per counter), which is still read. MPTcpExt* are MPTCP's MIB
+(net/mptcp/mib.c), TcpExt* TCP's.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from collectors.textparse import ParseError
@@ -15,7 +18,28 @@ PREFIXES = ("MPTcpExt", "TcpExt")  # the counter families a run's metrics keep
 
 
 def parse_nstat(text: str) -> dict[str, int]:
-    """Counter name -> value, in file order."""
+    """Counter name -> value, in file order: `nstat --json` output, or nstat's text in
+    bundles recorded before mprig asked for JSON."""
+    return parse_json(text) if text.lstrip().startswith("{") else parse_text(text)
+
+
+def parse_json(text: str) -> dict[str, int]:
+    """Counter name -> value from `nstat --json` output."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(e.lineno, f"not JSON ({e.msg}): expected `nstat --json` output") from None
+    counters = doc.get("kernel") if isinstance(doc, dict) else None
+    if not isinstance(counters, dict) or not counters:
+        raise ParseError(None, 'no counters (expected `nstat --json` output: {"kernel": {...}})')
+    for name, value in counters.items():
+        if type(value) is not int or value < 0:
+            raise ParseError(None, f"counter {name}: {value!r} is not a count")
+    return dict(counters)
+
+
+def parse_text(text: str) -> dict[str, int]:
+    """Counter name -> value from nstat's text output (`nstat -az`)."""
     out: dict[str, int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
@@ -52,5 +76,5 @@ def select(counters: Mapping[str, int], prefixes: tuple[str, ...] = PREFIXES) ->
 
 
 def run_deltas(before_text: str, after_text: str) -> dict[str, int]:
-    """MPTcpExt* and TcpExt* deltas of a run from its two `nstat -az` snapshots."""
+    """MPTcpExt* and TcpExt* deltas of a run from its two nstat snapshots."""
     return select(delta(parse_nstat(before_text), parse_nstat(after_text)))

@@ -315,15 +315,6 @@ def _pair(lines: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def nstat_argv() -> list[str]:
-    """`nstat -asz`: absolute values of every counter, zeros too, history untouched."""
-    return ["nstat", "-asz"]
-
-
-def parse_nstat(text: str) -> dict[str, int]:
-    """Counter name -> value from `nstat -a` text output."""
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and not line.startswith("#") and parts[1].isdigit():
-            out[parts[0]] = int(parts[1])
-    return out
+    """`nstat -asz --json`: absolute values of every counter, zeros too, history untouched,
+    as JSON (collectors.nstat reads it)."""
+    return ["nstat", "-asz", "--json"]

@@ -67,18 +67,8 @@ def test_ss_sampler_takes_its_interval_as_an_argument() -> None:
     assert capture.ss_sampler_argv()[-1] == "100000"
 
 
-def test_nstat() -> None:
-    text = (
-        "#kernel\n"
-        "IpInReceives                    17251              0.0\n"
-        "TcpExtTCPSACKReorder            12                 0.0\n"
-        "MPTcpExtMPJoinSynRx             1                  0.0\n"
-    )
-    assert capture.parse_nstat(text) == {
-        "IpInReceives": 17251,
-        "TcpExtTCPSACKReorder": 12,
-        "MPTcpExtMPJoinSynRx": 1,
-    }
+def test_nstat_is_recorded_as_json() -> None:
+    assert capture.nstat_argv() == ["nstat", "-asz", "--json"]
 
 
 def test_tcpdump_argv_names_one_data_interface_and_keeps_ip_only() -> None:

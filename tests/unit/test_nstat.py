@@ -1,5 +1,7 @@
-"""nstat -az parsing and deltas, on real snapshots of the receiver of an MPTCP download in
-namespaces on this machine (tests/captures/test_nstat/, verbatim)."""
+"""nstat parsing and deltas, on real snapshots (tests/captures/test_nstat/, verbatim): text
+ones of the receiver of an MPTCP download in namespaces on this machine (bundles recorded
+before `nstat --json`), and one snapshot as both text and `nstat --json`
+(make_json_snapshot.sh)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,19 @@ from collectors.textparse import ParseError
 HERE = Path(__file__).parents[1] / "captures" / "test_nstat"
 BEFORE = (HERE / "receiver_before.txt").read_text()
 AFTER = (HERE / "receiver_after.txt").read_text()
+ONE_TCP_TEXT = (HERE / "one_tcp_connection.txt").read_text()
+ONE_TCP_JSON = (HERE / "one_tcp_connection.json").read_text()
+
+
+def test_json_and_text_of_one_snapshot_read_alike() -> None:
+    counters = parse_nstat(ONE_TCP_JSON)
+    assert counters == parse_nstat(ONE_TCP_TEXT)
+    assert (len(counters), next(iter(counters))) == (390, "IpInReceives")
+    assert select({k: v for k, v in counters.items() if v}) == {
+        "TcpExtTW": 1, "TcpExtTCPPureAcks": 20, "TcpExtTCPBacklogCoalesce": 4,
+        "TcpExtTCPRcvCoalesce": 11, "TcpExtTCPFromZeroWindowAdv": 2,
+        "TcpExtTCPToZeroWindowAdv": 2, "TcpExtTCPOrigDataSent": 24, "TcpExtTCPDelivered": 25,
+    }  # fmt: skip
 
 
 def test_parse_reads_every_counter_in_order() -> None:
@@ -62,7 +77,25 @@ def test_counter_going_down_is_an_error() -> None:
         ("<html>", "1: not an nstat counter line (name value rate): '<html>'"),
     ],
 )  # fmt: skip
-def test_bad_input(text: str, message: str) -> None:
+def test_bad_text_input(text: str, message: str) -> None:
+    with pytest.raises(ParseError) as exc:
+        parse_nstat(text)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"kernel": {}}', 'no counters (expected `nstat --json` output: {"kernel": {...}})'),
+        ('{"ifaces": {}}', 'no counters (expected `nstat --json` output: {"kernel": {...}})'),
+        ('{"kernel": {"TcpExtA": 1,\n "TcpExtB": "7"}}', "counter TcpExtB: '7' is not a count"),
+        ('{"kernel": {"TcpExtA": -1}}', "counter TcpExtA: -1 is not a count"),
+        ('{"kernel": {"TcpExtA": true}}', "counter TcpExtA: True is not a count"),
+        ('{"kernel": {"TcpExtA": 1,\n', "2: not JSON (Expecting property name enclosed in "
+         "double quotes): expected `nstat --json` output"),
+    ],
+)  # fmt: skip
+def test_bad_json_input(text: str, message: str) -> None:
     with pytest.raises(ParseError) as exc:
         parse_nstat(text)
     assert str(exc.value) == message
