@@ -190,10 +190,10 @@ def merge_pcaps(parts: Sequence[tuple[str, Path]], out: Path) -> int:
             h = read_pcap_header(f, str(path))
             idbs.append(pcapng_idb(h.linktype, h.snaplen, name))
             buf = stack.enter_context(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-            t, starts = pcap_index(buf, h)
+            at, starts = pcap_index(buf, h)
             bufs.append(buf)
             orders.append(struct.Struct(h.order + "IIII").unpack_from)
-            times += t
+            times += at
             where += [(k, pos) for pos in starts]
         order = sorted(range(len(times)), key=times.__getitem__)  # stable: file order on ties
         with out.open("wb") as w:
