@@ -39,7 +39,7 @@ system:
 			--no-install-recommends $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml $(wildcard setup.py) $(wildcard collectors/*.c)
+$(VENV)/.installed: pyproject.toml $(wildcard setup.py) $(wildcard collectors/*.c mprig/*.c)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -1,4 +1,4 @@
-"""Builds the collectors' compiled core, and puts the data folders into the wheel; everything
+"""Builds the compiled parts (the collectors' core, mprig's pcapng join), and puts the data folders into the wheel; everything
 else is declared in pyproject.toml."""
 
 from pathlib import Path
@@ -35,6 +35,11 @@ setup(
             sources=["collectors/_core.c"],
             libraries=["crypto"],  # OpenSSL's EVP digests (MPTCP tokens); Debian libssl-dev
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra"],
-        )
+        ),
+        Extension(
+            "mprig._pcapmerge",
+            sources=["mprig/_pcapmerge.c"],
+            extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra"],
+        ),
     ],
 )

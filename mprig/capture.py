@@ -5,17 +5,15 @@ Each tool has an argv builder here and a pure parser; the runner starts and stop
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import mmap
 import re
 import statistics
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
+from mprig import _pcapmerge
 from mprig.rig.host import check_interface
 
 SSH_PORT = 22  # the management SSH traffic is left out of every capture
@@ -98,119 +96,16 @@ def _log_sections(log: str) -> list[tuple[str, str]]:
 
 # -- joining per-interface captures ----------------------------------------------------------
 
-_PCAP_MAGIC = {  # classic pcap magic -> (byte order, timestamp fraction per second)
-    0xA1B2C3D4: ("<", 1_000_000),
-    0xA1B23C4D: ("<", 1_000_000_000),
-    0xD4C3B2A1: (">", 1_000_000),
-    0x4D3CB2A1: (">", 1_000_000_000),
-}
-
-
-@dataclass(frozen=True)
-class PcapHeader:
-    """What a classic pcap file's header says."""
-
-    order: str  # struct byte order of the file
-    per_second: int  # timestamp fractions per second (1e6 or 1e9)
-    snaplen: int
-    linktype: int
-
-
-def read_pcap_header(f: IO[bytes], name: str) -> PcapHeader:
-    """The header of a classic pcap file (as tcpdump -w writes); ValueError naming it."""
-    head = f.read(24)
-    if len(head) < 24:
-        raise ValueError(f"{name}: not a pcap file (only {len(head)} bytes)")
-    magic = struct.unpack("<I", head[:4])[0]
-    if magic not in _PCAP_MAGIC:
-        raise ValueError(f"{name}: not a classic pcap file (magic {head[:4].hex()})")
-    order, per_second = _PCAP_MAGIC[magic]
-    snaplen, linktype = struct.unpack(order + "II", head[16:24])
-    return PcapHeader(order, per_second, snaplen, linktype & 0x0FFFFFFF)
-
-
-def pcap_index(buf: bytes | mmap.mmap, h: PcapHeader) -> tuple[list[int], list[int]]:
-    """(time ns, offset of the record header) per record of a classic pcap file's bytes; a
-    record cut short at the end (tcpdump killed mid-write) ends the file."""
-    unpack = struct.Struct(h.order + "IIII").unpack_from
-    scale = 1_000_000_000 // h.per_second
-    times: list[int] = []
-    starts: list[int] = []
-    pos, size = 24, len(buf)
-    while pos + 16 <= size:
-        sec, frac, caplen, _ = unpack(buf, pos)
-        if pos + 16 + caplen > size:
-            break
-        times.append(sec * 1_000_000_000 + frac * scale)
-        starts.append(pos)
-        pos += 16 + caplen
-    return times, starts
-
-
-def _block(kind: int, body: bytes) -> bytes:
-    body += b"\0" * (-len(body) % 4)
-    n = len(body) + 12
-    return struct.pack("<II", kind, n) + body + struct.pack("<I", n)
-
-
-def _option(code: int, value: bytes) -> bytes:
-    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
-
-
-def pcapng_idb(linktype: int, snaplen: int, name: str) -> bytes:
-    """An interface description block: if_name, and nanosecond timestamps (if_tsresol 9)."""
-    options = _option(2, name.encode()) + _option(9, b"\x09") + _option(0, b"")
-    return _block(1, struct.pack("<HHI", linktype, 0, snaplen) + options)
-
-
-def pcapng_epb(interface: int, t_ns: int, origlen: int, data: bytes) -> bytes:
-    """An enhanced packet block."""
-    head = struct.pack("<IIIII", interface, t_ns >> 32, t_ns & 0xFFFFFFFF, len(data), origlen)
-    return _block(6, head + data)
-
-
-PCAPNG_SHB = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-
-
-_EPB_HEAD = struct.Struct("<IIIIIII")  # type, length, interface, time high, low, caplen, len
-_U32 = struct.Struct("<I")
-_PAD = (b"", b"\0\0\0", b"\0\0", b"\0")  # by caplen % 4
-
 
 def merge_pcaps(parts: Sequence[tuple[str, Path]], out: Path) -> int:
     """Join one host's per-interface captures (interface name, classic pcap file) into one
     pcapng file, packets in time order (ties: the interface listed first), each tagged
-    with its interface; returns the packet count. The files are mapped, not read into
-    memory; per packet, an index entry and one block written."""
-    with contextlib.ExitStack() as stack:
-        bufs, orders, times, where = [], [], [], []
-        idbs = []
-        for k, (name, path) in enumerate(parts):
-            f = stack.enter_context(path.open("rb"))
-            h = read_pcap_header(f, str(path))
-            idbs.append(pcapng_idb(h.linktype, h.snaplen, name))
-            buf = stack.enter_context(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-            at, starts = pcap_index(buf, h)
-            bufs.append(buf)
-            orders.append(struct.Struct(h.order + "IIII").unpack_from)
-            times += at
-            where += [(k, pos) for pos in starts]
-        order = sorted(range(len(times)), key=times.__getitem__)  # stable: file order on ties
-        with out.open("wb") as w:
-            write = w.write
-            write(PCAPNG_SHB)
-            for idb in idbs:
-                write(idb)
-            for i in order:
-                k, pos = where[i]
-                buf = bufs[k]
-                _, _, caplen, origlen = orders[k](buf, pos)
-                total = 32 + caplen + (-caplen % 4)
-                t = times[i]
-                write(_EPB_HEAD.pack(6, total, k, t >> 32, t & 0xFFFFFFFF, caplen, origlen))
-                write(buf[pos + 16 : pos + 16 + caplen])
-                write(_PAD[caplen % 4] + _U32.pack(total))
-    return len(order)
+    with its interface (an interface block each: linktype, snaplen, if_name, nanosecond
+    timestamps); returns the packet count. A record cut short at the end of a file
+    (tcpdump killed mid-write) ends that file. Compiled (mprig/_pcapmerge.c): in Python
+    the join took a good part of a second per run under VM emulation. ValueError names a
+    file that is not a classic pcap."""
+    return _pcapmerge.merge(str(out), [(name, str(path)) for name, path in parts])
 
 
 def pcapng_interfaces(path: Path) -> list[tuple[str, int]]:

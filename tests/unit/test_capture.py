@@ -6,7 +6,10 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pcap_oracle
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mprig import capture, commands
 from mprig.plan import expand
@@ -175,3 +178,66 @@ def test_merged_packets_keep_the_interface_they_were_captured_on(tmp_path: Path)
     ).stdout.split()  # fmt: skip
     assert ports == ["wlan0", "1", "wwan0", "11", "wlan0", "2", "wlan0", "3", "wwan0", "12",
                      "wwan0", "13"]  # fmt: skip
+
+
+# One generated classic pcap: byte order, timestamp resolution, linktype, snaplen, records
+# (seconds, fraction, original length, captured bytes) and an optional cut-short tail.
+_records = st.lists(
+    st.tuples(
+        st.integers(0, 3), st.integers(0, 999_999), st.integers(0, 2000), st.binary(max_size=70)
+    ),
+    max_size=25,
+)
+_pcap = st.tuples(
+    st.sampled_from(["<", ">"]),
+    st.sampled_from([0xA1B2C3D4, 0xA1B23C4D]),
+    st.sampled_from([1, 105, 276]),
+    st.integers(64, 262144),
+    _records,
+    st.binary(max_size=30),
+)
+
+
+def _write_pcap(path: Path, spec: tuple) -> None:  # type: ignore[type-arg]
+    order, magic, linktype, snaplen, records, tail = spec
+    out = [struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)]
+    for sec, frac, origlen, data in records:
+        out.append(struct.pack(order + "IIII", sec, frac, len(data), origlen) + data)
+    path.write_bytes(b"".join(out) + tail)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.lists(_pcap, min_size=1, max_size=3),
+    names=st.sampled_from([("wlan0", "wwan0", "x"), ("p1", "a-long-interface-name", "e")]),
+)
+def test_compiled_join_equals_the_python_statement_byte_for_byte(
+    tmp_path: Path,
+    files: list,
+    names: tuple,  # type: ignore[type-arg]
+) -> None:
+    """Any captures tcpdump could leave (either byte order, micro- or nanosecond stamps,
+    timestamps out of order and tied across files, odd lengths, a record cut short or junk
+    at the end) join to exactly the bytes tests/pcap_oracle.py states."""
+    parts = []
+    for k, spec in enumerate(files):
+        _write_pcap(tmp_path / f"{k}.pcap", spec)
+        parts.append((names[k], tmp_path / f"{k}.pcap"))
+    n = capture.merge_pcaps(parts, tmp_path / "c.pcapng")
+    assert n == pcap_oracle.merge(parts, tmp_path / "py.pcapng")
+    assert (tmp_path / "c.pcapng").read_bytes() == (tmp_path / "py.pcapng").read_bytes()
+
+
+def test_join_names_a_file_that_is_not_a_pcap(tmp_path: Path) -> None:
+    (tmp_path / "ok.pcap").write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 200, 1))
+    (tmp_path / "bad.pcap").write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(40))
+    (tmp_path / "short.pcap").write_bytes(b"\xd4\xc3")
+    parts = [("a", tmp_path / "ok.pcap"), ("b", tmp_path / "bad.pcap")]
+    with pytest.raises(ValueError, match=r"bad.pcap: not a classic pcap file \(magic 0a0d0d0a\)"):
+        capture.merge_pcaps(parts, tmp_path / "m.pcapng")
+    with pytest.raises(ValueError, match=r"short.pcap: not a pcap file \(only 2 bytes\)"):
+        capture.merge_pcaps([("a", tmp_path / "short.pcap")], tmp_path / "m.pcapng")
+    with pytest.raises(FileNotFoundError, match=r"gone\.pcap"):
+        capture.merge_pcaps([("a", tmp_path / "gone.pcap")], tmp_path / "m.pcapng")

@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def merge(out: str, parts: Sequence[tuple[str, str]], /) -> int: ...
