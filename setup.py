@@ -1,5 +1,5 @@
-"""Builds the compiled parts (the collectors' core, mprig's pcapng join), and puts the data folders into the wheel; everything
-else is declared in pyproject.toml."""
+"""Builds the compiled parts (the collectors' core, mprig's pcapng join) and puts the data
+folders into the wheel; everything else is declared in pyproject.toml."""
 
 from pathlib import Path
 
