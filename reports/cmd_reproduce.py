@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reports import reproduce_html
+from reports import reproduce_figures, reproduce_html
 from reports.reproduce import (
     COMMITTED,
     PAPERS,
@@ -34,8 +34,9 @@ examples:
   mprig reproduce 000 003                report from results already collected
   mprig reproduce --docs docs/papers.md --html
                                          docs/papers.md's numbers and every committed
-                                         reproduction's report.html, from the committed
-                                         files alone (`make papers-docs`; runs nothing)
+                                         reproduction's figures and report.html, from the
+                                         committed files alone (`make papers-docs`; runs
+                                         nothing)
   mprig reproduce --list                 the papers and their campaign files
 """
 
@@ -65,8 +66,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="rewrite FILE's numbers section from reports/reproductions "
                    "(docs/papers.md; `make papers-docs`)")  # fmt: skip
     p.add_argument("--html", action="store_true",
-                   help="render report.html again in every reproduction directory under "
-                   "--out (default reports/reproductions) from its committed files")  # fmt: skip
+                   help="draw the figures from metrics.parquet and render report.html again "
+                   "in every reproduction directory under --out (default "
+                   "reports/reproductions), from its committed files")  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -90,11 +92,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def rerender(docs: Path | None, reproductions: Path | None) -> int:
-    """DOCS' numbers section and every report.html under REPRODUCTIONS (either may be None)."""
+    """DOCS' numbers section, and every figure and report.html under REPRODUCTIONS (either
+    may be None): figures first, since the page embeds them."""
     if docs is not None:
         changed = update_docs(docs)
         print(f"{docs}: {'updated' if changed else 'up to date'}")
     if reproductions is not None:
+        for root in reproduce_html.reproduction_dirs(reproductions):
+            for png in reproduce_figures.redraw(root):
+                print(png)
         for page in reproduce_html.write_all(reproductions):
             print(page)
     return 0

@@ -8,6 +8,7 @@ Each figure is written as PNG and SVG; the HTML report embeds the PNG."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,10 @@ def _save(fig: Figure, out: Path, key: str, title: str) -> Plot:
     out.mkdir(parents=True, exist_ok=True)
     png, svg = out / f"{key}.png", out / f"{key}.svg"
     fsio.write_with(png, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
-    fsio.write_with(svg, lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None}))
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": "mprig"}):  # ids from the content alone
+        fsio.write_with(svg, lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None}))
     return Plot(key, title, png, svg)
 
 
@@ -93,40 +97,83 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _metric_vs_axis(ax: Axes, results: Results, axis: str, d: Display) -> None:
-    lines = axis_series(results, axis, d.column)
+# Share of the space around a sweep point that the variants spread over (seaborn's dodge):
+# a category's width, or the smallest gap between two points of an axis drawn to scale,
+# where a small share keeps each marker near its true x.
+DODGE_CATEGORY = 0.5
+DODGE_TO_SCALE = 0.2
+
+
+def dodge(count: int, spread: float) -> list[float]:
+    """Horizontal offsets of COUNT lines around each x, evenly over SPREAD: variants
+    measured at one sweep point no longer hide each other's bars."""
+    if count < 2:
+        return [0.0] * count
+    step = spread / (count - 1)
+    return [(i - (count - 1) / 2) * step for i in range(count)]
+
+
+def _positions(values: list[Any]) -> tuple[dict[Any, float], float, bool]:
+    """x of each sweep value, the spread of the variants around it, and whether the axis is
+    drawn to scale: a numeric axis with two values or more; one value or text is drawn by
+    category."""
+    if _numeric(values) and len(values) > 1:
+        gap = min(b - a for a, b in itertools.pairwise(values))
+        return {v: float(v) for v in values}, DODGE_TO_SCALE * gap, True
+    return {v: float(i) for i, v in enumerate(values)}, DODGE_CATEGORY, False
+
+
+def _metric_vs_axis(
+    ax: Axes, lines: dict[str, list[Any]], axis: str, d: Display, order: dict[str, int]
+) -> None:
+    """LINES (axis_series) on AX; ORDER gives each line its colour and offset in every panel."""
     values = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (str(type(v)), v))
-    numeric = _numeric(values)
-    where = {v: (v if numeric else i) for i, v in enumerate(values)}
+    where, spread, to_scale = _positions(values)
+    offsets = dodge(len(order), spread)
     for label, pts in lines.items():
-        xs = [where[p[0]] for p in pts]
+        xs = [where[p[0]] + offsets[order[label]] for p in pts]
         mean = [p[1] * d.scale for p in pts]
         below = [0.0 if math.isnan(p[2]) else (p[1] - p[2]) * d.scale for p in pts]
         above = [0.0 if math.isnan(p[3]) else (p[3] - p[1]) * d.scale for p in pts]
-        ax.errorbar(xs, mean, yerr=[below, above], marker="o", capsize=3, label=label)
-    if not numeric:
+        ax.errorbar(xs, mean, yerr=[below, above], marker="o", capsize=3, label=label,
+                    color=f"C{order[label] % 10}")  # fmt: skip
+    if not to_scale:
         ax.set_xticks(list(where.values()), [fmt_value(v) for v in values])
+        ax.set_xlim(-0.5, len(values) - 0.5)
     ax.set_xlabel(short_axis(axis))
     ax.set_ylabel(d.label)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
 
 
+def _axis_metrics(results: Results) -> list[Display]:
+    shown = [d for d in AXIS_METRICS if d.column in results.runs.columns]
+    return [d for d in shown if results.complete[d.column].notna().any()]
+
+
+def axis_figure(results: Results, axis: str) -> Figure:
+    """One panel per paper metric and rate with data, against AXIS."""
+    shown = _axis_metrics(results)
+    series = [axis_series(results, axis, d.column) for d in shown]
+    order = {label: i for i, label in enumerate(sorted(set().union(*series)))}
+    ncols = min(3, len(shown))
+    fig = _new(ncols=ncols, nrows=-(-len(shown) // ncols))
+    for ax in fig.axes[len(shown) :]:
+        ax.set_visible(False)
+    for ax, d, lines in zip(fig.axes, shown, series, strict=False):
+        _metric_vs_axis(ax, lines, axis, d, order)
+    return fig
+
+
 def axis_figures(results: Results, out: Path) -> list[Plot]:
     """Every paper metric and rate against each sweep axis, one line with 95 % t error bars
     per variant (the seeds' figure layout); no bar below n = 3."""
-    shown = [d for d in AXIS_METRICS if d.column in results.runs.columns]
-    shown = [d for d in shown if results.complete[d.column].notna().any()]
+    shown = _axis_metrics(results)
     plots = []
     for i, axis in enumerate(results.axes):
         if not shown or results.complete[axis].dropna().empty:
             continue
-        ncols = min(3, len(shown))
-        fig = _new(ncols=ncols, nrows=-(-len(shown) // ncols))
-        for ax in fig.axes[len(shown) :]:
-            ax.set_visible(False)
-        for ax, d in zip(fig.axes, shown, strict=False):
-            _metric_vs_axis(ax, results, axis, d)
+        fig = axis_figure(results, axis)
         title = (
             f"{', '.join(d.label for d in shown)} against {short_axis(axis)} "
             "(mean, 95 % t interval; no bar below n = 3)"

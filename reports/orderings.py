@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reports.tables import sig
+
 if TYPE_CHECKING:
     from reports.references import Check
 
@@ -142,8 +144,8 @@ def _ours(c: Check | None) -> str:
     if c is None or c.ours is None:
         return "–"
     if math.isnan(c.low):
-        return f"{c.ours:.3g} (n = {c.n})"
-    return f"{c.ours:.3g} [{c.low:.3g}, {c.high:.3g}]"
+        return f"{sig(c.ours)} (n = {c.n})"
+    return f"{sig(c.ours)} [{sig(c.low)}, {sig(c.high)}]"
 
 
 def judge_all(seed: str, checks: list[Check]) -> list[Judged]:

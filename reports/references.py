@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mprig.errors import SpecError, UsageError
 from reports.results import Results, short_axis
+from reports.tables import sig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +56,10 @@ class Range(_Strict):
 
 
 Condition = Scalar | list[Scalar] | Range  # one value, any of several, or a range
+
+
+# Metrics whose values can fall below 0; every other one is a rate, size, count or share.
+SIGNED_METRICS = frozenset({"delay_diff_ms"})
 
 
 class Tolerance(_Strict):
@@ -136,6 +141,13 @@ class Reference(_Strict):
         if self.floor_capacity is not None and self.relative_to is not None:
             raise ValueError("floor_capacity is for a rate, not a ratio: give floor")
         return self
+
+    @property
+    def nonnegative(self) -> bool:
+        """Whether the compared quantity cannot be below 0: every metric but a signed one,
+        and a ratio of two; a gain in % can."""
+        gain = self.relative_to is not None and self.relation == "gain_pct"
+        return not gain and self.metric not in SIGNED_METRICS
 
     @property
     def null_value(self) -> float:
@@ -650,7 +662,15 @@ def _samples(results: Results, facts: pd.DataFrame, ref: Reference) -> tuple[Sam
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.3g}"
+    return sig(x)
+
+
+def shown_window(ref: Reference, window: tuple[float, float]) -> tuple[float, float]:
+    """WINDOW as a report shows it: from 0 when the quantity cannot be negative (OOO-BO's
+    [-1 590, 1 810] KB is [0, 1 810] KB). The verdict is the same either way: a window that
+    reaches below 0 holds the no-effect value 0, so it is uninformative."""
+    lo, hi = window
+    return (max(lo, 0.0), hi) if ref.nonnegative and lo < 0 else (lo, hi)
 
 
 def _configuration(entry: Entry, est: Estimate) -> Check:
@@ -677,8 +697,9 @@ def judge(entry: Entry, a: Sample, b: Sample | None) -> Check:
                  None, est.n_base)  # fmt: skip
     lo, hi = window
     if lo <= ref.null_value <= hi:
+        low, high = shown_window(ref, window)
         reason = (
-            f"the window [{_fmt(lo)}, {_fmt(hi)}] {ref.unit} includes the no-effect value "
+            f"the window [{_fmt(low)}, {_fmt(high)}] {ref.unit} includes the no-effect value "
             f"{ref.null_value:g}: no result could tell the paper's effect from none"
         )
         return replace(base, verdict="uninformative", reason=reason)

@@ -17,7 +17,7 @@ from mprig.errors import UsageError
 from reports import instruments
 from reports import tables as tb
 from reports.figures import Plot
-from reports.references import Check
+from reports.references import Check, shown_window
 from reports.results import Results, point_label
 
 FORMATS = ("html", "md", "tex", "csv")
@@ -140,6 +140,13 @@ def _interval(low: float, high: float) -> str:
     return f"[{tb.fmt(low, 2)}, {tb.fmt(high, 2)}]"
 
 
+def _window_cell(c: Check) -> str:
+    """The window as [low, high], from 0 for a quantity that cannot be negative."""
+    if not c.window:
+        return "–"
+    return _interval(*(shown_window(c.entry.ref, c.window) if c.entry else c.window))
+
+
 def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
     """References as display rows: ours next to the paper's."""
     rows = []
@@ -158,7 +165,7 @@ def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
                 "difference": tb.fmt(c.difference, 2) if c.difference is not None else "–",
                 "tolerance": str(e.tolerance) if e else "",
                 "ci": _interval(c.low, c.high),
-                "window": _interval(*c.window) if c.window else "–",
+                "window": _window_cell(c),
                 "n": str(c.n) + (f" (base {c.n_base})" if c.n_base else ""),
                 "n_needed": str(c.n_needed) if c.n_needed else "",
                 "verdict": c.verdict,

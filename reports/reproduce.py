@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+from reports.results import fmt_value
+from reports.tables import sig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -296,7 +298,7 @@ def comparison_rows(results: Results, comp: Comparison) -> list[dict[str, str]]:
     means = done.groupby([column, "variant"])["_mbit"].mean()
     rows = []
     for value in sorted(done[column].dropna().unique()):
-        row = {comp.axis: _fmt(value)}
+        row = {comp.axis: fmt_value(value)}
         base = means.get((value, comp.baseline), math.nan)
         for variant in dict.fromkeys(done["variant"]):
             mbit = means.get((value, variant), math.nan)
@@ -321,11 +323,8 @@ def throughput_bps(runs: pd.DataFrame) -> pd.Series:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "–"
-        return f"{value:.0f}" if value.is_integer() and abs(value) >= 1000 else f"{value:.3g}"
-    return str(value)
+    """A measured number as every view prints it (reports.tables.sig); others as they are."""
+    return sig(value) if isinstance(value, float) else str(value)
 
 
 def finding_lines(rows: list[dict[str, str]], comp: Comparison) -> list[str]:
@@ -337,7 +336,7 @@ def finding_lines(rows: list[dict[str, str]], comp: Comparison) -> list[str]:
             if not key.endswith(" gain %") or row.get(base_key, "–") == "–" or value == "–":
                 continue
             variant = key.removesuffix(" gain %")
-            side = "below" if float(value) < 0 else "not below"
+            side = "below" if value.startswith("-") else "not below"
             out.append(
                 f"- {comp.axis} = {row[comp.axis]}: {variant} {row[f'{variant} Mbit/s']} Mbit/s "
                 f"against {row[base_key]} Mbit/s for {comp.baseline}: {side} it ({value} %)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from mprig import fsio
 from mprig.errors import UsageError
 from reports import instruments, orderings
-from reports.references import VERDICTS, Entry, load_all
+from reports.references import VERDICTS, Entry, Reference, load_all, shown_window
 from reports.reproduce import PAPERS, PaperPlan, comparison_rows
 from reports.results import Results
 from reports.stats import MIN_N
-from reports.tables import NBSP, THIN
+from reports.tables import NBSP, sig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,17 +96,6 @@ def read(root: Path) -> Committed:
 # --- pure builders -----------------------------------------------------------------------
 
 
-def sig(value: float | None, digits: int = 3) -> str:
-    """VALUE to DIGITS significant figures as %g prints them (no trailing zeros) but never in
-    exponent form; thousands joined by a narrow no-break space; None, NaN and infinities
-    become an en dash."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    decimals = digits - 1 - math.floor(math.log10(abs(value))) if value else 0
-    text = f"{round(value, decimals):,.{max(decimals, 0)}f}"
-    return (text.rstrip("0").rstrip(".") if "." in text else text).replace(",", THIN)
-
-
 def interval(low: float | None, high: float | None) -> str:
     """[low, high] in one unbreakable piece; an en dash when either end is unknown."""
     if low is None or high is None:
@@ -132,18 +120,25 @@ def instrument(metric: str) -> str:
     return metric
 
 
+def _window(c: dict[str, Any], ref: Reference | None) -> tuple[float | None, float | None]:
+    """A check's window, from 0 when its quantity cannot be negative (shown_window)."""
+    low, high = c.get("window") or (None, None)
+    if ref is None or low is None or high is None:
+        return low, high
+    return shown_window(ref, (float(low), float(high)))
+
+
 def reference_row(c: dict[str, Any], entry: Entry | None) -> dict[str, str]:
     """One verdicts.json check as display cells; unit, source and instrument from its entry."""
     ref = entry.ref if entry else None
     bound = {"at_most": f"≤{NBSP}", "at_least": f"≥{NBSP}"}.get(ref.kind, "") if ref else ""
-    window = c.get("window") or (None, None)
     return {
         "id": c["id"],
         "source": ref.source if ref else "",
         "paper": bound + sig(c["paper"]) if c["paper"] is not None else "–",
         "ours": sig(c["ours"]),
         "ci": _ci(c),
-        "window": interval(*window),
+        "window": interval(*_window(c, ref)),
         "unit": ref.unit if ref else "",
         "n": f"{c['n']} (base {c['n_base']})" if c.get("n_base") else str(c["n"]),
         "verdict": c["verdict"],
@@ -258,6 +253,11 @@ def write(root: Path) -> Path:
     return fsio.write_text(root / "report.html", render(PAPERS[seed], committed))
 
 
+def reproduction_dirs(reproductions: Path) -> list[Path]:
+    """The directories of REPRODUCTIONS that hold a verdicts.json, in seed order."""
+    return [d for d in sorted(reproductions.iterdir()) if (d / "verdicts.json").is_file()]
+
+
 def write_all(reproductions: Path) -> list[Path]:
-    """report.html in every directory of REPRODUCTIONS that holds a verdicts.json."""
-    return [write(d) for d in sorted(reproductions.iterdir()) if (d / "verdicts.json").is_file()]
+    """report.html in every reproduction directory of REPRODUCTIONS."""
+    return [write(d) for d in reproduction_dirs(reproductions)]

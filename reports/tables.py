@@ -81,6 +81,18 @@ def fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def sig(value: float | None, digits: int = 3) -> str:
+    """VALUE to DIGITS significant figures as %g prints them (no trailing zeros) but never in
+    exponent form; thousands joined by a narrow no-break space; None, NaN and infinities
+    become an en dash. The one number format of the reproduction views (report.md,
+    report.html, docs/papers.md)."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    decimals = digits - 1 - math.floor(math.log10(abs(value))) if value else 0
+    text = f"{round(value, decimals):,.{max(decimals, 0)}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text).replace(",", THIN)
+
+
 def _group_keys(results: Results) -> list[str]:
     return ["variant", *results.axes]
 

@@ -9,12 +9,14 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import report_synth as rs
 
 from mprig.errors import SpecError
 from reports import references as refs
 from reports import results
+from reports.tables import fmt, sig
 
 
 @cache
@@ -522,3 +524,55 @@ def test_seed_003_tcpdoor_fully_coupled_rows_meet_tcpdoor_fccc(scenario: int) ->
     got = {i: refs.matched_variants(res, shipped()[i]) for i in ids}
     assert got == dict.fromkeys(ids, ({"tcpdoor_fccc"},))
     assert {shipped()[i].ref.requires.congestion_control for i in ids} == {("door_fccc",)}
+
+
+# --- windows of quantities that cannot be negative -----------------------------------------
+
+OOO_BO = {"metric": "ooo_max_bytes", "unit": "KB", "value": 106.0, "scale": 1 / 1024}
+GAIN = {"metric": "throughput_bps", "unit": "%", "value": 23.0, "relation": "gain_pct",
+        "relative_to": {"variant": "tcp"}}  # fmt: skip
+RATIO = {"metric": "throughput_bps", "unit": "x", "value": 1.2, "relative_to": {"variant": "tcp"}}
+
+
+def test_a_window_is_shown_from_0_when_the_quantity_cannot_be_negative() -> None:
+    """OOO-BO was shown with the window [-1 590, 1 810] KB; a gain can be negative."""
+    assert refs.shown_window(entry(**OOO_BO).ref, (-1594.84, 1806.84)) == (0.0, 1806.84)
+    assert refs.shown_window(entry(**RATIO).ref, (-0.3, 2.7)) == (0.0, 2.7)  # of two rates
+    assert refs.shown_window(entry(**GAIN).ref, (-2.02, 48.02)) == (-2.02, 48.02)
+    assert refs.shown_window(entry(**OOO_BO).ref, (50.0, 162.0)) == (50.0, 162.0)
+
+
+def test_a_verdict_row_shows_the_clipped_window_and_its_reason_reads_without_exponents() -> None:
+    import numpy as np
+
+    from reports.report import check_rows
+
+    tol = refs.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
+    kb = np.array([988.5, 3100.4, 1500.0, 2600.0, 2000.0])
+    c = refs.judge(entry(tol, **OOO_BO), refs.Sample(kb, pd.DataFrame()), None)
+    assert c.verdict == "uninformative" and c.window is not None and c.window[0] < 0
+    hi = c.window[1]
+    assert c.reason == (
+        f"the window [0, {sig(hi)}] KB includes the no-effect value 0: no result could "
+        "tell the paper's effect from none"
+    )
+    assert check_rows([c])[0]["window"] == f"[0.00, {fmt(hi, 2)}]"
+
+
+def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
+    """A window that reaches below 0 holds the no-effect value 0 either way, so it stays
+    uninformative: the clip changes the display, not the verdict."""
+    import json
+
+    from reports.reproduce import REPRODUCTIONS
+
+    seen = 0
+    for path in sorted(REPRODUCTIONS.glob("*/verdicts.json")):
+        for c in json.loads(path.read_text())["checks"]:
+            e = shipped().get(c["id"])
+            if e is None or not c["window"] or c["window"][0] >= 0 or not e.ref.nonnegative:
+                continue
+            lo, hi = refs.shown_window(e.ref, tuple(c["window"]))
+            assert (c["verdict"], lo <= e.ref.null_value <= hi) == ("uninformative", True)
+            seen += 1
+    assert seen >= 4  # seed 000's OOO-BO rows at 70 m at least

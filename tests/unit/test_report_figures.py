@@ -87,3 +87,83 @@ def test_the_traffic_window_is_marked_from_run_json_stages() -> None:
     assert figures.traffic_window({"timings": timings}) == (6.649, pytest.approx(13.193))
     assert figures.traffic_window({"timings": {"started": 1.0}}) is None
     assert figures.traffic_window({}) is None
+
+
+def one_point(variants: tuple[str, ...], distances: tuple[float, ...] = (70.0,)) -> results.Results:
+    """Every variant at the same sweep points, three repetitions each (seed 000's 70 m)."""
+    rows = [
+        {
+            "run_id": f"{v}-{d:g}-{rep}",
+            "variant": v,
+            "status": "complete",
+            "repetition": rep,
+            AXIS: d,
+            "throughput_bps": (10 + i + rep / 10) * 1e6,
+            "ooo_ratio": 0.1 if v != "tcp" else math.nan,  # plain TCP: no OOO-R line
+        }
+        for i, v in enumerate(variants)
+        for d in distances
+        for rep in (1, 2, 3)
+    ]
+    return results.Results(Path("/r"), "f", {"name": "f"}, (), results._derive(pd.DataFrame(rows)))
+
+
+def drawn(ax) -> dict[str, tuple[list[float], str]]:  # type: ignore[no-untyped-def]
+    """Line label -> (x of its markers, colour) as drawn on AX."""
+    from matplotlib.colors import to_hex
+
+    out = {}
+    for container in ax.containers:
+        line = container.lines[0]
+        out[container.get_label()] = (
+            [float(x) for x in line.get_xdata()],
+            to_hex(line.get_color()),
+        )
+    return out
+
+
+def panel(fig, ylabel: str):  # type: ignore[no-untyped-def]
+    (ax,) = [ax for ax in fig.axes if ax.get_ylabel() == ylabel]
+    return ax
+
+
+def test_variants_at_a_single_sweep_point_are_drawn_apart() -> None:
+    """Seed 000's and 003's scenario 1 have one distance: every marker sat on one x."""
+    fig = figures.axis_figure(one_point(("a", "b", "c")), AXIS)
+    ax = panel(fig, "Throughput (Mbit/s)")
+    xs = {label: x for label, (x, _) in drawn(ax).items()}
+    assert sorted(xs) == ["a", "b", "c"]
+    assert len({x[0] for x in xs.values()}) == 3  # one position per variant
+    assert xs["a"][0] < xs["b"][0] < xs["c"][0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["70"]  # the point, not 69.8 ...
+    (tick,) = ax.get_xticks()
+    assert sum(x[0] for x in xs.values()) / 3 == pytest.approx(tick)  # centred on it
+
+
+def test_variants_are_dodged_around_every_sweep_point() -> None:
+    fig = figures.axis_figure(one_point(("a", "b"), (10.0, 30.0, 50.0)), AXIS)
+    xs = {label: x for label, (x, _) in drawn(panel(fig, "Throughput (Mbit/s)")).items()}
+    assert all(a < b for a, b in zip(xs["a"], xs["b"], strict=True))
+    middle = [(a + b) / 2 for a, b in zip(xs["a"], xs["b"], strict=True)]
+    assert middle == pytest.approx([10.0, 30.0, 50.0])
+    assert max(b - a for a, b in zip(xs["a"], xs["b"], strict=True)) <= 20 / 4  # near its x
+
+
+def test_a_variant_keeps_its_colour_in_every_panel() -> None:
+    """Plain TCP has no OOO-R: without a colour per variant the others shifted colour."""
+    fig = figures.axis_figure(one_point(("a", "tcp", "z")), AXIS)
+    ooo_r = drawn(panel(fig, "OOO-R (%)"))
+    throughput = drawn(panel(fig, "Throughput (Mbit/s)"))
+    assert sorted(ooo_r) == ["a", "z"] and sorted(throughput) == ["a", "tcp", "z"]
+    assert {k: c for k, (_, c) in ooo_r.items()} == {
+        k: c for k, (_, c) in throughput.items() if k != "tcp"
+    }
+
+
+def test_a_figure_drawn_twice_is_the_same_bytes(tmp_path: Path) -> None:
+    """Committed figures change only when their data or the drawing code does."""
+    res = one_point(("a", "b"))
+    first = figures.axis_figures(res, tmp_path / "one")
+    second = figures.axis_figures(res, tmp_path / "two")
+    for a, b in zip(first, second, strict=True):
+        assert (a.png.read_bytes(), a.svg.read_bytes()) == (b.png.read_bytes(), b.svg.read_bytes())

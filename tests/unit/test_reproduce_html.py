@@ -239,3 +239,39 @@ def test_a_recorded_reason_gets_a_why_column(tmp_path: Path) -> None:
     rows = {r[0]: r for r in table(page, "references")}
     assert rows["000-t1-ns3-0ms"][10] == verdicts["checks"][0]["reason"]
     assert rows["000-t1-linux-0ms"][10] == ""
+
+
+def test_rendering_again_draws_the_figures_from_metrics_parquet(tmp_path: Path) -> None:
+    """`make papers-docs` redraws a committed reproduction's figures with the current
+    figures code, from metrics.parquet alone (no results directory), then its report.html."""
+    import base64
+
+    from mprig import cli
+
+    def size(path: Path) -> tuple[int, int]:
+        with Image.open(path) as image:
+            return image.size
+
+    d = write_fixture(tmp_path)
+    assert size(d / FIGURE) == (40, 30)  # the fixture's placeholder
+    assert cli.main(["reproduce", "--html", "--out", str(tmp_path)]) == 0
+    assert size(d / FIGURE) == (576, 324)  # one panel: throughput
+    assert sorted(p.name for p in (d / "figures").rglob("*.*")) == [
+        "metrics_vs_axis0.png",
+        "metrics_vs_axis0.svg",
+    ]
+    embedded = base64.b64encode((d / FIGURE).read_bytes()).decode("ascii")
+    assert embedded in (d / "report.html").read_text()
+
+
+def test_a_window_of_a_quantity_that_cannot_be_negative_is_shown_from_0() -> None:
+    from reports.references import load_all
+
+    c = {"id": "000-t3-70m-dsack-ooo-bo", "verdict": "uninformative", "paper": 106.0,
+         "ours": 2044.5, "low": 988.53, "high": 3100.4, "n": 5,
+         "window": [-1594.84, 1806.84]}  # fmt: skip
+    row = reproduce_html.reference_row(c, load_all()["000-t3-70m-dsack-ooo-bo"])
+    assert row["window"] == "[0,\u00a01\u202f810]"
+    gain = {**c, "id": "000-t1-linux-500ms", "window": [-2.017, 48.017]}
+    row = reproduce_html.reference_row(gain, load_all()["000-t1-linux-500ms"])
+    assert row["window"] == "[-2.02,\u00a048]"  # a gain can be negative

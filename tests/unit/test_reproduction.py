@@ -146,3 +146,37 @@ def test_core_profile_reports_its_campaigns_and_names_the_ones_it_leaves_out(
         f"{s}-core" for s in reproduce.PAPERS["003"].campaigns
     ]
     assert sum(v["campaigns"]["003-scenario1-core"].values()) > 0
+
+
+THIN = "\u202f"  # the thousands separator of every view (reports.tables.sig)
+OOO_BO = {"id": "000-t3-70m-dsack-ooo-bo", "verdict": "uninformative", "paper": 106.0,
+          "ours": 2044.5, "low": 988.53, "high": 3100.4, "n": 5}  # fmt: skip
+
+
+def test_docs_print_thousands_as_the_html_does_never_in_exponent_form() -> None:
+    """docs/papers.md printed OOO-BO as 2.04e+03 where report.html prints 2 040."""
+    from reports import reproduce_html
+
+    (row,) = reproduce.checked_lines({"000": {"checks": [OOO_BO]}})[3:]
+    ours = f"2{THIN}040 [989, 3{THIN}100]"
+    assert row == f"| 000-t3-70m-dsack-ooo-bo | 106 | {ours} | 5 | uninformative |"
+    values = (2044.5, 55.26, -42.56, 0.012345, 750000.0, 1234567.0)
+    assert [reproduce._fmt(x) for x in values] == [reproduce_html.sig(x) for x in values]
+
+
+def test_the_reports_orderings_print_thousands_without_exponents() -> None:
+    from reports import orderings
+    from reports.references import Check
+
+    c = Check("x", None, 1770.6, 5, "uninformative", "", 903.5, 2646.3)
+    assert orderings._ours(c) == f"1{THIN}770 [904, 2{THIN}650]"
+
+
+def test_a_gain_of_a_thousand_percent_is_a_finding_too() -> None:
+    comp = reproduce.PAPERS["000"].comparisons[0]
+    row = {comp.axis: "10", "mptcp Mbit/s": "19.5", "mptcp gain %": f"1{THIN}040",
+           "tcp_best Mbit/s": "1.7"}  # fmt: skip
+    assert reproduce.finding_lines([row], comp) == [
+        f"- {comp.axis} = 10: mptcp 19.5 Mbit/s against 1.7 Mbit/s for tcp_best: not below it "
+        f"(1{THIN}040 %)"
+    ]
