@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 EPILOG = """\
@@ -19,6 +20,12 @@ examples:
   mprig rig status                     hosts, addresses, qdiscs, MPTCP endpoints, sshd state
   mprig rig status --json
   mprig rig down                       tear it down; fails listing anything that remains
+  mprig rig provision --check --diff   what playbooks/site.yml would change on the virtual rig,
+                                       per host and task (nothing is changed)
+  mprig rig provision --inventory inventory/lab --check --diff \
+      --vault-password-file ~/.mprig-vault-password
+                                       the same for a lab; without --check it applies site.yml
+                                       and lists what changed (a second run: 0 on every host)
   mprig rig up --rig lab2              a second rig next to the first (namespaces mprig-lab2-*)
   ip netns exec mprig-main-ctl ssh -F /run/mprig/main/ssh_config client
                                        log into a virtual host the way the runner does
@@ -58,10 +65,43 @@ def register(subparsers: Any) -> None:
     )
     _name(down)
     down.set_defaults(func=cmd_down)
+    _provision_parser(sub, raw)
     st = sub.add_parser("status", help="show the rig", epilog=EPILOG, formatter_class=raw)
     _name(st)
     st.add_argument("--json", action="store_true", help="print the status as JSON")
     st.set_defaults(func=cmd_status)
+
+
+def _provision_parser(sub: Any, raw: Any) -> None:
+    pr = sub.add_parser(
+        "provision",
+        help="apply site.yml to a rig, or predict what it would change (--check)",
+        description="Run a playbook (default playbooks/site.yml) against the virtual rig or a "
+        "lab inventory and list, per host, every task that changed it; with --check nothing "
+        "is changed and the list is what a real run would change.",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    _name(pr)
+    pr.add_argument(
+        "--inventory", metavar="DIR", type=Path, help="a lab inventory instead of --rig"
+    )
+    pr.add_argument("--playbook", default="site.yml", help="a playbook of playbooks/")
+    pr.add_argument("--check", action="store_true", help="predict: change nothing")
+    pr.add_argument(
+        "--diff", action="store_true", help="also print ansible's output with its diffs"
+    )
+    pr.add_argument("--limit", metavar="HOSTS", help="only these hosts (ansible --limit)")
+    pr.add_argument(
+        "--vault-password-file",
+        metavar="FILE",
+        help="the inventory's vault password (default on the virtual rig: its committed one)",
+    )
+    pr.add_argument(
+        "-e", "--extra-vars", action="append", default=[], metavar="VARS",
+        help="ansible-playbook -e (repeatable)",
+    )  # fmt: skip
+    pr.set_defaults(func=cmd_provision)
 
 
 def _name(p: argparse.ArgumentParser) -> None:
@@ -113,6 +153,50 @@ def cmd_down(args: argparse.Namespace) -> int:
 
     virtual.down(args.name)
     print(f"rig {args.name} is down; nothing of it remains")
+    return 0
+
+
+def _provision_target(args: argparse.Namespace) -> tuple[Any, Any, str | None, str | None]:
+    """(inventory, state dir, namespace to run Ansible in, default vault password file)."""
+    from mprig.errors import UsageError
+    from mprig.rig import virtual
+
+    if args.inventory is not None:
+        from mprig.rig.inventory import check_inventory, state_for
+
+        path = check_inventory(args.inventory, explicit=True)
+        return path, state_for(path), None, None
+    if virtual.load(args.name) is None:
+        raise UsageError(f"virtual rig {args.name!r} is not up: mprig rig up --rig {args.name}")
+    from mprig.rig import hwsim
+    from mprig.rig import layout as L
+
+    state = virtual.state_dir(args.name)
+    ns = L.namespace(args.name, "ctl")
+    return state / "inventory", state, ns, str(hwsim.VAULT_PASSWORD_FILE)
+
+
+def cmd_provision(args: argparse.Namespace) -> int:
+    from mprig.rig import provision
+
+    inventory, state, ns, vault = _provision_target(args)
+    extra: list[str] = []
+    password = args.vault_password_file or vault
+    if password:
+        extra += ["--vault-password-file", str(password)]
+    if args.limit:
+        extra += ["--limit", args.limit]
+    for e in args.extra_vars:
+        extra += ["-e", e]
+    outcome = provision.provision(
+        inventory, state, netns=ns, playbook=args.playbook, check=args.check, diff=args.diff,
+        extra=tuple(extra),
+    )  # fmt: skip
+    if args.diff:
+        print(outcome.log.read_text())
+    print(provision.summary(outcome))
+    what = "predicted, nothing changed" if outcome.check else "applied"
+    print(f"{args.playbook} {what}; ansible's output (diffs with --diff): {outcome.log}")
     return 0
 
 

@@ -108,6 +108,16 @@ def register(subparsers: Any) -> None:
         " partition of the plan (each variant and each cell spread over the shards); join"
         " the shards' results with `mprig merge`",
     )
+    p.add_argument(
+        "--no-preflight",
+        dest="preflight",
+        action="store_false",
+        help="lab rig: skip the MPTCP preflight. By default every path is probed before the"
+        " first run (MP_CAPABLE handshake, ISN, a data transfer with DSS mappings both ways,"
+        " as `mprig probe`) and the campaign refuses to start when a path fails, naming it;"
+        " the per-path results go to RESULTS/preflight.json. The virtual rig is not probed:"
+        " its paths are veths mprig builds, with no middlebox on them",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--log-json", action="store_true", help="JSON event lines on stderr (CI)")
     p.add_argument("--outer-lock", action="store_true", help=argparse.SUPPRESS)
@@ -248,10 +258,16 @@ def _run_native(
             from mprig.rig import lab_cc
 
             explicit = bool(getattr(args, "inventory", None))
-            rig = inventory.rig_from_inventory(Path(campaign.rig.inventory), explicit=explicit)
+            where = Path(campaign.rig.inventory)
+            data = inventory.load_inventory(where, explicit=explicit)
+            rig = inventory.rig_from_inventory(where, data, explicit=explicit)
             with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
                 lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
+                if getattr(args, "preflight", True):
+                    preflight(rig, results, reporter.message, inventory.host_python(data))
+                before = read_teardown(rig, campaign.variants)
                 outcome = run_on(rig)
+                verify_teardown(rig, campaign.variants, before, results)
         else:
             with (
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
@@ -270,6 +286,76 @@ def _run_native(
     if outcome.interrupted is not None:
         return 128 + outcome.interrupted
     return 0 if outcome.complete == len(runs) else 1
+
+
+def preflight(rig: Any, results: Path, say: Any, python: str | None = None) -> None:
+    """Probe every path of a lab rig (mprig.probe) before the first run; record the results
+    in RESULTS/preflight.json and refuse (HostError) a path that fails, naming it and what
+    failed."""
+    from dataclasses import asdict
+
+    from mprig import bundle
+    from mprig.errors import HostError
+    from mprig.probe import probe
+
+    say("preflight: probing every path (MPTCP handshake and a data transfer with DSS)")
+    found = probe(rig, python=python)
+    bundle.write_json(results / PREFLIGHT_JSON, {"paths": [asdict(r) for r in found]})
+    failed = [r for r in found if r.verdict != "ok"]
+    if failed:
+        why = "; ".join(f"path {r.path} ({r.client_if}): {r.verdict}: {r.detail}" for r in failed)
+        raise HostError(
+            "client",
+            f"MPTCP preflight refused {len(failed)} of {len(found)} paths: {why}. Nothing ran;"
+            f" `mprig probe --inventory` shows it again, `mprig run --no-preflight` runs anyway",
+        )
+
+
+PREFLIGHT_JSON = "preflight.json"  # the preflight's per-path results (mprig.probe.PathProbe)
+TEARDOWN_JSON = "teardown.json"  # a lab campaign's teardown: settings before, after, problems
+
+
+def _teardown_reads(rig: Any, variants: Any) -> dict[str, list[str]]:
+    from mprig import isolation
+
+    keys = isolation.campaign_keys(variants)
+    devs = isolation.teardown_devices(rig.paths, rig.data_ifs)
+    return {h: isolation.teardown_argv(keys, devs.get(h, [])) for h in rig.hosts}
+
+
+def read_teardown(rig: Any, variants: Any) -> Any:
+    """What a lab campaign's teardown compares, read from every host before the first run."""
+    from mprig import isolation
+
+    argvs = _teardown_reads(rig, variants)
+    return {h: isolation.parse(rig.hosts[h].run(argv, check=False).stdout)
+            for h, argv in argvs.items()}  # fmt: skip
+
+
+def verify_teardown(rig: Any, variants: Any, before: Any, results: Path) -> None:
+    """After a lab campaign (the runner has put its baseline back): read every host again,
+    record both reads in RESULTS/teardown.json, HostError naming each host and setting the
+    campaign left changed (BPF congestion controls still registered included)."""
+    from mprig import bundle, isolation
+    from mprig.errors import HostError
+
+    after = read_teardown(rig, variants)
+    problems = isolation.teardown_diff(before, after)
+    doc = {
+        "verified": not problems,
+        "problems": problems,
+        "before": {h: s.as_json() for h, s in before.items()},
+        "after": {h: s.as_json() for h, s in after.items()},
+    }
+    bundle.write_json(results / TEARDOWN_JSON, doc)
+    if problems:
+        host = problems[0].split(" ", 1)[0].rstrip(":")
+        raise HostError(
+            host,
+            "the lab rig is not back where the campaign found it: "
+            + "; ".join(problems)
+            + f" (the runs' results are kept; {results / TEARDOWN_JSON} has both reads)",
+        )
 
 
 def _virtual_up(name: str, campaign: Any, say: Any) -> Any:

@@ -204,9 +204,10 @@ def _endpoint(link: PathLink, links: tuple[PathLink, ...]) -> str:
     return f"{link.client_addr} id {links.index(link) + 1} subflow dev {link.client_if}"
 
 
-def diff(want: Settings, got: Settings) -> list[str]:
+def diff(want: Settings, got: Settings, words: tuple[str, str] = ("spec", "host")) -> list[str]:
     """Every difference, named: `client sysctl net.ipv4.tcp_rmem: spec '4096 ...', host
-    '...'` (a knob the host did not report shows as 'unreadable'; RECORDED_ONLY left out)."""
+    '...'` (a knob the host did not report shows as 'unreadable'; RECORDED_ONLY left out;
+    `words` name the two sides)."""
     out = []
     for host, w in want.items():
         g = got.get(host, HostSettings())
@@ -214,7 +215,7 @@ def diff(want: Settings, got: Settings) -> list[str]:
             have = _flat(g).get((kind, name), "unreadable")
             if have != value and name not in RECORDED_ONLY:
                 label = " ".join(w for w in (host, kind, name) if w)
-                out.append(f"{label}: spec {value!r}, host {have!r}")
+                out.append(f"{label}: {words[0]} {value!r}, {words[1]} {have!r}")
     return out
 
 
@@ -280,4 +281,46 @@ def overlay(live: Settings, stored: Mapping[str, Any]) -> Settings:
             endpoints=old.endpoints if doc.get("endpoints") is not None else cur.endpoints,
             devices={d: old.devices.get(d, v) for d, v in cur.devices.items()},
         )
+    return out
+
+
+# -- a lab campaign's teardown, verified ----------------------------------------------------
+
+# Read on every lab host before and after a campaign, on top of the campaign's own keys: the
+# congestion control in force and the lists that show BPF congestion controls registered
+# (available) and allowed; a campaign must leave all three as it found them.
+TEARDOWN_KEYS = (knobs.AVAILABLE_CC, "net.ipv4.tcp_allowed_congestion_control",
+                 "net.ipv4.tcp_congestion_control")  # fmt: skip
+
+
+def teardown_devices(
+    links: Sequence[PathLink], data_ifs: Mapping[str, Sequence[str]]
+) -> dict[str, list[str]]:
+    """host -> every interface a lab campaign's teardown reads: the runner's (devices())
+    and each host's data interfaces (the inventory's mprig_data_interfaces)."""
+    out = devices(links)
+    for host, ifs in data_ifs.items():
+        out[host] = list(dict.fromkeys([*out.get(host, []), *ifs]))
+    return out
+
+
+def teardown_argv(keys: Sequence[str], devs: Sequence[str]) -> list[str]:
+    """The command that reads what a lab campaign's teardown compares on one host."""
+    return read_argv(list(dict.fromkeys([*keys, *TEARDOWN_KEYS])), devs)
+
+
+def teardown_diff(before: Settings, after: Settings) -> list[str]:
+    """Every setting a campaign left different from how it found the host, named (host and
+    setting), the BPF congestion controls registered or unregistered meanwhile included."""
+    out = []
+    for host, b in before.items():
+        a = after.get(host, HostSettings())
+        have = set(a.sysctls.get(knobs.AVAILABLE_CC, "").split())
+        had = set(b.sysctls.get(knobs.AVAILABLE_CC, "").split())
+        if added := sorted(have - had):
+            out.append(f"{host}: congestion controls registered during the campaign, still "
+                       f"registered: {' '.join(added)}")  # fmt: skip
+        if gone := sorted(had - have):
+            out.append(f"{host}: congestion controls no longer registered: {' '.join(gone)}")
+        out += diff({host: b}, {host: a}, ("before", "after"))
     return out

@@ -1,15 +1,24 @@
 """Preflight probe: does MPTCP survive each client path? (the middlebox study of seed 004)
 
-For every path of a rig, the client sends one SYN carrying MP_CAPABLE out of that path's
-interface (scapy, from the path's address), while the server listens with an MPTCP socket and
-records every SYN as it arrives. Comparing the two ends gives one verdict per path:
+For every path of a rig, two steps. First the client sends one SYN carrying MP_CAPABLE out of
+that path's interface (scapy, from the path's address, with an ISN it chose), while the server
+listens with an MPTCP socket and records every SYN as it arrives: that shows option stripping
+and ISN rewriting on the handshake. Then the client opens a real MPTCP connection from the
+path's address, sends TRANSFER_BYTES and reads them back (the server echoes), while the server
+records every data segment of it: that shows whether data crosses the path with its DSS
+mappings, both ways, without falling back to TCP. One verdict per path:
 
-    returned       the SYN-ACK came back with MP_CAPABLE: MPTCP can use this path
+    ok             MP_CAPABLE handshake intact, the data came back intact, every data segment
+                   on this path carried a DSS mapping and neither end fell back to TCP
     stripped       MP_CAPABLE was removed from the SYN (seen at the server) or from the SYN-ACK
     seq-rewritten  the server saw another initial sequence number than the client sent, or
                    the SYN-ACK acknowledges another one (a sequence-randomising middlebox)
     no-answer      no SYN-ACK: the SYN (or its answer) was dropped on the way
     reset          the server's side answered with RST (nothing listening, or a firewall)
+    dss-stripped   data segments reached the server without a DSS mapping (options removed
+                   from data packets), or none on this path carried one (DSS packets dropped)
+    fallback       the connection fell back to plain TCP (an MPTCP option lost after the SYN)
+    data-failed    the transfer failed, timed out, or the echo came back short or altered
 
 The remote halves live in mprig/probe_agent.py and run as `python -c <source>` on the hosts.
 """
@@ -29,7 +38,11 @@ from mprig.errors import HostError
 from mprig.rig.host import Host, PathLink, Rig
 
 PROBE_PORT = 5299  # server port the probe listens on (an MPTCP socket, only while probing)
-VERDICTS = ("returned", "stripped", "seq-rewritten", "no-answer", "reset")
+TRANSFER_BYTES = 48_000  # more than one initial window: several DSS segments on the path
+VERDICTS = (
+    "ok", "stripped", "seq-rewritten", "no-answer", "reset", "dss-stripped", "fallback",
+    "data-failed",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,8 @@ class PathProbe:
     server_seq: int | None  # ISN as the server saw it (None: the SYN never arrived)
     syn_mp_capable: bool | None  # the SYN arrived at the server carrying MP_CAPABLE
     synack_mp_capable: bool | None  # the SYN-ACK arrived at the client carrying MP_CAPABLE
+    data_segments: int | None = None  # data segments of the transfer the server saw here
+    mapped_segments: int | None = None  # of which carried a DSS mapping
 
 
 def agent_source() -> str:
@@ -73,17 +88,60 @@ def classify(
     return "returned", "the SYN-ACK carried MP_CAPABLE"
 
 
-def parse_server_log(text: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """SYNs the server agent printed, by (source address, source port); first one wins."""
-    seen: dict[tuple[str, int], dict[str, Any]] = {}
+def classify_transfer(
+    xfer: dict[str, Any], conn: dict[str, Any] | None, segments: list[dict[str, Any]]
+) -> tuple[str, str]:
+    """(verdict, detail) of the data step, from the client's view of the transfer, the
+    server's view of the connection (None: never accepted) and the data segments the
+    server saw on the path's subflow."""
+    if "error" in xfer:
+        return "data-failed", f"the transfer failed: {xfer['error']}"
+    bare = sum(not s["mapped"] for s in segments)
+    if bare:
+        return "dss-stripped", f"{bare} of {len(segments)} data segments on this path " \
+            "reached the server without a DSS mapping"  # fmt: skip
+    fell_back = [who for who, ok in (("client", xfer["mptcp"]), ("server", (conn or {}).get(
+        "mptcp", True))) if ok is not True]  # fmt: skip
+    if fell_back:
+        return "fallback", f"the connection fell back to TCP ({' and '.join(fell_back)} side)"
+    if xfer["echoed"] != xfer["sent"] or not xfer["intact"]:
+        how = "altered" if xfer["echoed"] == xfer["sent"] else "short"
+        return "data-failed", f"{xfer['echoed']} of {xfer['sent']} bytes came back ({how})"
+    if len(segments) < 2:
+        return "dss-stripped", f"only {len(segments)} data segment of the transfer crossed " \
+            "this path (DSS-bearing packets dropped?)"  # fmt: skip
+    return "ok", f"MP_CAPABLE handshake, {xfer['sent']} bytes echoed, {len(segments)} " \
+        "data segments on this path, each with a DSS mapping"  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServerLog:
+    """What the server agent printed."""
+
+    syns: dict[tuple[str, int], dict[str, Any]]  # (src, sport) -> first SYN seen
+    data: dict[tuple[str, int], list[dict[str, Any]]]  # (src, sport) -> its data segments
+    conns: dict[str, dict[str, Any]]  # probe index -> the connection the server echoed
+
+
+def parse_server_log(text: str) -> ServerLog:
+    """The server agent's JSON lines (anything else is ignored)."""
+    log = ServerLog({}, {}, {})
     for line in text.splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and "sport" in record:
-            seen.setdefault((record["src"], record["sport"]), record)
-    return seen
+        if not isinstance(record, dict):
+            continue
+        if "sport" in record:
+            log.syns.setdefault((record["src"], record["sport"]), record)
+        elif isinstance(record.get("data"), dict):
+            d = record["data"]
+            log.data.setdefault((d["src"], d["sport"]), []).append(d)
+        elif isinstance(record.get("conn"), dict):
+            c = record["conn"]
+            log.conns.setdefault(str(c["probe"]).removeprefix("mprig-probe "), c)
+    return log
 
 
 def _wait_ready(server: Host, log: str, timeout: float = 15.0) -> None:
@@ -99,6 +157,16 @@ def _wait_ready(server: Host, log: str, timeout: float = 15.0) -> None:
     raise HostError(server.name, f"probe listener did not start: {tail or 'no output'}")
 
 
+def _wait_conns(server: Host, log: str, count: int, timeout: float = 5.0) -> None:
+    """Until the server agent has reported `count` echoed connections (it reports each one
+    once the client has closed it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.run(["cat", "--", log], check=False).stdout.count('{"conn"') >= count:
+            return
+        time.sleep(0.2)
+
+
 def _probes(
     links: Sequence[PathLink], server_addr: str, port: int, rng: random.Random
 ) -> list[dict[str, Any]]:
@@ -109,14 +177,14 @@ def _probes(
     ]  # fmt: skip
 
 
-def _answers(client: Host, rc: int, stdout: str, stderr: str) -> list[dict[str, Any] | None]:
+def _answers(client: Host, rc: int, stdout: str, stderr: str) -> list[dict[str, Any]]:
     """The client agent's JSON list; its last error line (not our script) when it failed."""
     lines = stdout.strip().splitlines()
     if rc != 0 or not lines:
         err = (stderr.strip().splitlines() or [f"exit status {rc}"])[-1]
         hint = " (is scapy installed? python3-scapy)" if "scapy" in err else ""
         raise HostError(client.name, f"probe agent failed: {err}{hint}")
-    answers: list[dict[str, Any] | None] = json.loads(lines[-1])
+    answers: list[dict[str, Any]] = json.loads(lines[-1])
     return answers
 
 
@@ -132,6 +200,7 @@ def probe(
     timeout: float = 3.0,
     python: str | None = None,
     seed: int | None = None,
+    size: int = TRANSFER_BYTES,
 ) -> list[PathProbe]:
     """Probe every path of `rig`; one PathProbe per path, in path order."""
     py = python or python_for(rig)
@@ -141,27 +210,34 @@ def probe(
     listener = server.start([py, "-c", agent_source(), "server", str(port)], log=log)
     try:
         _wait_ready(server, log)
-        argv = [py, "-c", agent_source(), "client", json.dumps(probes), str(timeout)]
-        done = client.run(argv, timeout=30 + len(probes) * (2 * timeout + 5), check=False)
+        argv = [py, "-c", agent_source(), "client", json.dumps(probes), str(timeout), str(size)]
+        done = client.run(argv, timeout=30 + len(probes) * (6 * timeout + 5), check=False)
         answers = _answers(client, done.returncode, done.stdout, done.stderr)
+        _wait_conns(server, log, sum("error" not in a["transfer"] for a in answers))
     finally:
         seen = parse_server_log(listener.stop().stdout)
         server.run(["rm", "-f", "--", log, f"{log}.pid", f"{log}.rc"], check=False)
     return [
-        _result(link, p, seen, a) for link, p, a in zip(rig.paths, probes, answers, strict=True)
+        _result(str(i), link, p, seen, a)
+        for i, (link, p, a) in enumerate(zip(rig.paths, probes, answers, strict=True))
     ]
 
 
 def _result(
-    link: PathLink,
-    p: dict[str, Any],
-    seen: dict[tuple[str, int], dict[str, Any]],
-    answer: dict[str, Any] | None,
+    index: str, link: PathLink, p: dict[str, Any], seen: ServerLog, answer: dict[str, Any]
 ) -> PathProbe:
     # Behind a NAT the server sees another source: fall back to the (unchanged) ISN.
-    by_seq = {record["seq"]: record for record in seen.values()}
-    at_server = seen.get((p["src"], p["sport"])) or by_seq.get(p["seq"])
-    verdict, detail = classify(p["seq"], at_server, answer)
+    by_seq = {record["seq"]: record for record in seen.syns.values()}
+    at_server = seen.syns.get((p["src"], p["sport"])) or by_seq.get(p["seq"])
+    syn, xfer = answer["syn"], answer["transfer"]
+    verdict, detail = classify(p["seq"], at_server, syn)
+    conn = seen.conns.get(index)
+    # The server's own view of the subflow's tuple (a NAT may have changed it).
+    tuple_at_server = tuple(conn["peer"]) if conn else (p["src"], xfer.get("sport"))
+    segments = seen.data.get((str(tuple_at_server[0]), int(tuple_at_server[1] or 0)), [])
+    if verdict == "returned":
+        verdict, detail = classify_transfer(xfer, conn, segments)
+    moved = "error" not in xfer
     return PathProbe(
         path=link.name,
         client_if=link.client_if,
@@ -170,5 +246,7 @@ def _result(
         sent_seq=p["seq"],
         server_seq=None if at_server is None else at_server["seq"],
         syn_mp_capable=None if at_server is None else at_server["mp_capable"],
-        synack_mp_capable=None if not answer or "error" in answer else answer["mp_capable"],
+        synack_mp_capable=None if not syn or "error" in syn else syn["mp_capable"],
+        data_segments=len(segments) if moved else None,
+        mapped_segments=sum(s["mapped"] for s in segments) if moved else None,
     )

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -65,8 +66,10 @@ def _host_vars(host: str, links: Sequence[PathLink]) -> dict[str, Any]:
     return hv
 
 
-def inventory_data(rig: str, links: Sequence[PathLink], state: Path) -> dict[str, Any]:
-    """The inventory of virtual rig `rig` as a YAML-ready mapping."""
+def inventory_data(
+    rig: str, links: Sequence[PathLink], state: Path, python: str | None = None
+) -> dict[str, Any]:
+    """The inventory of virtual rig `rig` as a YAML-ready mapping (`python`: mprig_python)."""
     children: dict[str, Any] = {}
     seen: set[str] = set()
     for group, members in _groups(links).items():
@@ -82,12 +85,16 @@ def inventory_data(rig: str, links: Sequence[PathLink], state: Path) -> dict[str
         "mprig_server_addr": L.SERVER_ADDR,
         "mprig_paths": [asdict(link) for link in links],
     }
+    if python:
+        all_vars["mprig_python"] = python
     return {"all": {"vars": all_vars, "children": children}}
 
 
-def render_inventory(rig: str, links: Sequence[PathLink], state: Path) -> str:
+def render_inventory(
+    rig: str, links: Sequence[PathLink], state: Path, python: str | None = None
+) -> str:
     """hosts.yml text for virtual rig `rig`."""
-    body = yaml.safe_dump(inventory_data(rig, links, state), sort_keys=False, width=100)
+    body = yaml.safe_dump(inventory_data(rig, links, state, python), sort_keys=False, width=100)
     return HEADER.format(rig=rig) + body.replace(": null\n", ":\n")
 
 
@@ -95,7 +102,9 @@ def write_inventory(rig: str, links: Sequence[PathLink], state: Path) -> Path:
     """Render the rig's inventory into state/inventory/ (with the committed group_vars)."""
     inv = state / "inventory"
     inv.mkdir(mode=0o700, exist_ok=True)
-    (inv / "hosts.yml").write_text(render_inventory(rig, links, state))
+    # The hosts share this machine's filesystem: the probe agents run with our Python
+    # (mprig run --inventory on this inventory takes the lab path, preflight included).
+    (inv / "hosts.yml").write_text(render_inventory(rig, links, state, sys.executable))
     shutil.copytree(VIRTUAL_INVENTORY / "group_vars", inv / "group_vars", dirs_exist_ok=True)
     return inv
 
@@ -181,6 +190,13 @@ def rig_from_inventory(
     ifs = data_interfaces(path, hostvars, links)
     radios = attenuators(path, first.get("mprig_attenuators") or {}, links, dict(hosts))
     return Rig(name, dict(hosts), links, str(first["mprig_server_addr"]), "lab", ifs, radios)
+
+
+def host_python(data: dict[str, Any]) -> str:
+    """`mprig_python`: the Python on the hosts that runs mprig's probe agents (python3)."""
+    hostvars: dict[str, dict[str, Any]] = data.get("_meta", {}).get("hostvars", {})
+    first = next(iter(hostvars.values()), {})
+    return str(first.get("mprig_python") or "python3")
 
 
 def attenuators(
@@ -272,10 +288,16 @@ def lab_ssh_config_text(hostvars: dict[str, dict[str, Any]], state: Path) -> str
     return "".join(parts) + LAB_SSH_ALL.format(state=state)
 
 
-def _lab_ssh_config(path: Path, hostvars: dict[str, dict[str, Any]]) -> Path:
+def state_for(path: Path) -> Path:
+    """The state directory of a lab inventory (its ssh_config, Ansible's temp files)."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
     state = Path("/run/mprig") / f"lab-{digest}"
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return state
+
+
+def _lab_ssh_config(path: Path, hostvars: dict[str, dict[str, Any]]) -> Path:
+    state = state_for(path)
     config = state / "ssh_config"
     config.write_text(lab_ssh_config_text(hostvars, state))
     return config

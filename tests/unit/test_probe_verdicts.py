@@ -51,7 +51,7 @@ def test_parse_server_log_keeps_first_syn_per_source() -> None:
         "Traceback (most recent call last):\n"
         '{"src": "10.2.1.2", "sport": 4001, "seq": 2, "mp_capable": false, "if": "p2"}\n'
     )
-    assert parse_server_log(log) == {
+    assert parse_server_log(log).syns == {
         ("10.1.1.2", 4000): {"src": "10.1.1.2", "sport": 4000, "seq": 1, "mp_capable": True,
                              "if": "p1"},
         ("10.2.1.2", 4001): {"src": "10.2.1.2", "sport": 4001, "seq": 2, "mp_capable": False,

@@ -88,7 +88,7 @@ def test_units_rendered_verified_and_idempotent(tmp_path: Path) -> None:
         "WantedBy=timers.target",
     ]
     second = play(tmp_path)
-    assert recap(second.stdout).split()[:2] == ["ok=6", "changed=0"], second.stdout
+    assert recap(second.stdout).split()[:2] == ["ok=7", "changed=0"], second.stdout
 
 
 def test_a_bad_calendar_is_refused_by_systemd_analyze(tmp_path: Path) -> None:
