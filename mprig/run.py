@@ -185,8 +185,13 @@ def wait_cmd(test: str, *args: str, limit: float = READY_TIMEOUT) -> Cmd:
 
 
 # Remove this host's files of earlier runs (their processes are stopped by then), then
-# create the run's directory.
-CLEAN_SCRIPT = 'rm -rf "$1"/*/"$2" "$1"/*/"$2".tar && mkdir -p "$3"'
+# create the run's directory $3 = $1/<run id>/<host>. Every host makes the shared levels at
+# the same moment, so they are made one by one, "exists" being fine for them: bash's
+# loadable `mkdir -p` (the session's) fails when a parent appears between its check and
+# its own mkdir, and keeps failing in that shell.
+CLEAN_SCRIPT = (
+    'rm -rf "$1"/*/"$2" "$1"/*/"$2".tar && { mkdir "$1" "${3%/*}" 2>/dev/null; mkdir "$3"; }'
+)
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
@@ -197,6 +202,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     b = Batch()
     root = f"/tmp/mprig-{a.rig.name}"
     for host in a.hosts():
+        assert a.remote(host) == f"{root}/{a.run.run_id}/{host}"  # CLEAN_SCRIPT's layout
         fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
     waits = add_captures(a, b)

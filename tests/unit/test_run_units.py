@@ -257,3 +257,26 @@ def test_a_runs_own_plumbing_starts_no_program(tmp_path: Path) -> None:
         host.session.close()
     assert run_dir.is_dir() and not (tmp_path / "old").exists()
     assert not calls.exists(), f"programs started: {calls.read_text().split()}"
+
+
+def test_run_dirs_are_made_by_every_host_at_once(tmp_path: Path) -> None:
+    """Four hosts make their run directories under one new rig root at the same moment;
+    bash's loadable `mkdir -p` (the session's) fails when a parent appears between its check
+    and its mkdir, so the clean-up script must still succeed on every host, every time."""
+    from mprig import run
+
+    enable = "enable -f /usr/lib/bash/mkdir mkdir && enable -f /usr/lib/bash/rm rm\n"
+    failures = []
+    for i in range(300):
+        root = tmp_path / f"r{i}"
+        procs = [
+            subprocess.Popen(
+                ["bash", "-c", enable + run.CLEAN_SCRIPT, "d", str(root), h, f"{root}/x/{h}"],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for h in ("client", "server", "ap", "cell")
+        ]
+        errs = [p.communicate()[1] for p in procs]
+        failures += [e for p, e in zip(procs, errs, strict=True) if p.returncode != 0]
+    assert failures == []
