@@ -54,6 +54,7 @@ class Cmd:
     check: bool = True  # a failure stops the batch
     transient: bool = False  # a failure is worth a retry (a readiness wait timing out)
     enforce_timeout: bool = False  # kill it at `timeout` (else the batch's SSH timeout bounds it)
+    parts: tuple[tuple[str, ...], ...] = ()  # a fused command: the argvs it runs (one output)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import os
 import shlex
 from collections.abc import Sequence
 
+from mprig.batch import Cmd
 from mprig.rig.host import PathLink
 from mprig.spec import Direction, Path
 
@@ -82,32 +83,56 @@ def snapshot_argv() -> list[str]:
 
 # One tc for many commands: under VM emulation every tc started costs 0.2-0.4 s. `-force`
 # runs every line even after one failed (teardown removes what it can); the status is then
-# 1. A constant script: the commands arrive as arguments, one line each.
-TC_BATCH = 'printf "%s\\n" "$@" | tc -force -batch -'
+# 1. A constant script: $1 the global options ("-s" or nothing), then one command a line.
+TC_BATCH = 'o=$1; shift; printf "%s\\n" "$@" | tc $o -force -batch -'
 
 
-def tc_batch(lines: Sequence[str]) -> list[str]:
-    """argv running `lines` (tc commands without the leading `tc`) through one `tc -batch`."""
-    return ["bash", "-c", TC_BATCH, "mprig-tc", *lines]
+def tc_batch(lines: Sequence[str], *, stats: bool = False) -> list[str]:
+    """argv running `lines` (tc commands without the leading `tc`) through one `tc -batch`
+    (`stats`: with -s, for a `qdisc show` among them)."""
+    return ["bash", "-c", TC_BATCH, "mprig-tc", "-s" if stats else "", *lines]
 
 
-def fuse_tc(cmds: Sequence[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
-    """(host, argv) in order, each run of one host's consecutive `tc` commands (two or more,
-    without global options) joined into one tc_batch."""
-    out: list[tuple[str, list[str]]] = []
-    run: list[list[str]] = []
-    for i, (host, argv) in enumerate(cmds):
-        if _plain_tc(argv):
-            run.append(argv)
+def fuse_tc(cmds: Sequence[Cmd]) -> list[Cmd]:
+    """One host's commands in order, each run of two or more consecutive foreground `tc`
+    commands (no global option but -s; at most one that prints: `qdisc show`) joined into
+    one tc_batch. The fused command keeps its parts, so a part's output is found by its
+    own argv; it checks its status only if every part did."""
+    out: list[Cmd] = []
+    run: list[Cmd] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            lines = [shlex.join(c.argv[2:] if c.argv[1] == "-s" else c.argv[1:]) for c in run]
+            stats = any(c.argv[1] == "-s" for c in run)
+            out.append(
+                Cmd(
+                    tc_batch(lines, stats=stats),
+                    timeout=sum(c.timeout for c in run),
+                    check=all(c.check for c in run),
+                    parts=tuple(tuple(c.argv) for c in run),
+                )
+            )
+        run.clear()
+
+    for c in cmds:
+        if not _fusable(c) or (_prints(c) and any(_prints(r) for r in run)):
+            flush()
+        if _fusable(c):
+            run.append(c)
         else:
-            out.append((host, argv))
-        nxt = cmds[i + 1] if i + 1 < len(cmds) else None
-        if run and (nxt is None or nxt[0] != host or not _plain_tc(nxt[1])):
-            joined = tc_batch([shlex.join(a[1:]) for a in run]) if len(run) > 1 else run[0]
-            out.append((host, joined))
-            run = []
+            out.append(c)
+    flush()
     return out
 
 
-def _plain_tc(argv: list[str]) -> bool:
-    return len(argv) > 1 and argv[0] == "tc" and not argv[1].startswith("-")
+def _fusable(c: Cmd) -> bool:
+    a = c.argv
+    plain = len(a) > 1 and a[0] == "tc" and (a[1] == "-s" or not a[1].startswith("-"))
+    return plain and c.log is None and not c.enforce_timeout and not c.parts
+
+
+def _prints(c: Cmd) -> bool:
+    return "show" in c.argv

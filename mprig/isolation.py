@@ -27,7 +27,8 @@ from mprig.spec import Variant
 # Under VM emulation each program started costs 0.1-0.3 s, so the script starts few: the
 # sysctls are read from /proc/sys with bash's `read` (printed as `sysctl` prints them), one
 # `ip -batch` gives the MPTCP limits (the line of `add_addr_accepted`/`subflows` pairs)
-# and endpoints (on client and server only), one `tc qdisc show` every root qdisc;
+# and endpoints (on client and server only), one `tc qdisc show` every root qdisc (only
+# where interfaces are read: none on the server);
 # `ethtool -k` runs per interface only when asked: offloads are rig state no variant sets,
 # read at the campaign's start and end, not on every run. $1 says what to read ("mptcp",
 # "offloads"), $2 the sysctl names.
@@ -38,7 +39,8 @@ READ_SCRIPT = (
     "if [[ $s == limits && ! $l =~ ^(add_addr_accepted|subflows) ]]; then "
     'echo "@@endpoints"; s=; fi; printf "%s\\n" "$l"; done < <(printf "%s\\n" '
     '"mptcp limits show" "mptcp endpoint show" | ip -batch - 2>/dev/null); '
-    '[[ $s == limits ]] && echo "@@endpoints"; mapfile -t q < <(tc qdisc show 2>/dev/null); '
+    '[[ $s == limits ]] && echo "@@endpoints"; q=(); '
+    "(( $# )) && mapfile -t q < <(tc qdisc show 2>/dev/null); "
     'for d; do echo "@@dev $d"; for l in "${q[@]}"; do [[ $l == *" dev $d root "* ]] '
     '&& printf "%s\\n" "$l"; done; [[ $what == *" offloads "* ]] && ethtool -k "$d" 2>/dev/null; '
     "done; exit 0"

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -127,12 +128,22 @@ class Attempt:
         return self.done
 
     def output(self, host: str, argv: list[str]) -> str:
-        """stdout of the last command with this argv on host in the last stage."""
-        found = [d.stdout for d in self.done.get(host, []) if d.cmd.argv == argv]
+        """stdout of the last command with this argv on host in the last stage (or of the
+        fused command that ran it)."""
+        found = [
+            d.stdout
+            for d in self.done.get(host, [])
+            if d.cmd.argv == argv or tuple(argv) in d.cmd.parts
+        ]
         return found[-1] if found else ""
 
     def save(self, name: str, text: str) -> None:
         (self.staging / name).write_text(text)
+
+
+def fused(b: Batch) -> Batch:
+    """`b` with each host's consecutive tc commands run by one tc (impair.fuse_tc)."""
+    return Batch({host: impair.fuse_tc(cmds) for host, cmds in b.by_host.items()})
 
 
 def _kind(cmd: Cmd) -> str:
@@ -208,7 +219,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     waits = add_captures(a, b)
     base = a.baseline.hosts if a.baseline else {}
     setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
-    for host, argv in impair.fuse_tc(setup):
+    for host, argv in setup:
         b.add(host, Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
@@ -219,7 +230,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     waits += add_starts(a, cmds, b)
     for host, cmd in waits:
         b.add(host, cmd)
-    a.stage("setup", b)
+    a.stage("setup", fused(b))
     for router in a.routers:
         a.save(f"tc-{router}-before.txt", a.output(router, impair.snapshot_argv()))
     for host in ("client", "server"):
@@ -330,9 +341,9 @@ def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(host, Cmd(capture.nstat_argv()))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
-    for host, argv in impair.fuse_tc(cmds.teardown):
+    for host, argv in cmds.teardown:
         b.add(host, Cmd(argv, check=False))
-    a.stage("stop", b)
+    a.stage("stop", fused(b))
     for host in ("client", "server"):
         a.save(f"nstat-{host}-after.txt", a.output(host, capture.nstat_argv()))
     for router in a.routers:
@@ -371,48 +382,57 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
 
 def fetch_stage(a: Attempt) -> None:
     """Each host's files (tcpdump's log with them: its exit summary says what the kernel
-    dropped) streamed as one tar into staging, unpacked under their bundle names."""
+    dropped) streamed as one tar, unpacked under their bundle names: into staging, except
+    the per-interface captures and logs, which go to a local scratch directory and reach
+    staging joined (in VM mode staging is on the host's file system, where every megabyte
+    written and read again costs)."""
     files = remote_files(a)
+    with tempfile.TemporaryDirectory(prefix="mprig-fetch-") as scratch:
+        parts = Path(scratch)
 
-    def fetch(host: str) -> None:
-        tar = a.staging / f".{host}.tar"
-        try:
-            a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
-        except HostError as e:
-            raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
-        with tarfile.open(tar) as t:
-            for name in files[host]:
-                src = t.extractfile(name)
-                if src is None:
-                    raise RunFailed(f"{host}: {name} is not a file", transient=True)
-                (a.staging / bundle_name(host, name)).write_bytes(src.read())
-        tar.unlink()
+        def fetch(host: str) -> None:
+            tar = parts / f"{host}.tar"
+            try:
+                a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
+            except HostError as e:
+                raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
+            with tarfile.open(tar) as t:
+                for name in files[host]:
+                    src = t.extractfile(name)
+                    if src is None:
+                        raise RunFailed(f"{host}: {name} is not a file", transient=True)
+                    to = parts if _joined(name) else a.staging
+                    (to / bundle_name(host, name)).write_bytes(src.read())
+            tar.unlink()
 
-    t0 = time.monotonic()
-    batch.parallel(fetch, list(files))
-    t1 = time.monotonic()
-    join_captures(a)
+        t0 = time.monotonic()
+        batch.parallel(fetch, list(files))
+        t1 = time.monotonic()
+        join_captures(a, parts)
     a.stage_s["fetch"] = round(t1 - t0, 3)
     a.stage_s["join"] = round(time.monotonic() - t1, 3)
 
 
-def join_captures(a: Attempt) -> None:
-    """Each capturing host's per-interface captures become `<host>.pcap` (pcapng, one
-    interface block per data interface, packets in time order) and their tcpdump logs
-    `tcpdump-<host>.log`; the fetched parts are removed."""
+def _joined(remote_name: str) -> bool:
+    """A per-interface capture or tcpdump log: joined into one per host."""
+    return remote_name.endswith(".pcap") or remote_name.startswith("tcpdump-")
+
+
+def join_captures(a: Attempt, parts: Path) -> None:
+    """Each capturing host's per-interface captures and tcpdump logs (in `parts`) become
+    `<host>.pcap` (pcapng, one interface block per data interface, packets in time order)
+    and `tcpdump-<host>.log` in staging."""
     cap = a.run.capture
     for host in cap.hosts if cap.enabled else ():
         ifs = capture_interfaces(a.rig, host)
-        parts = [(i, a.staging / bundle_name(host, f"{host}-{i}.pcap")) for i in ifs]
-        logs = [(i, a.staging / bundle_name(host, f"tcpdump-{i}.log")) for i in ifs]
+        pcaps = [(i, parts / bundle_name(host, f"{host}-{i}.pcap")) for i in ifs]
+        logs = [(i, parts / bundle_name(host, f"tcpdump-{i}.log")) for i in ifs]
         try:
-            capture.merge_pcaps(parts, a.staging / f"{host}.pcap")
+            capture.merge_pcaps(pcaps, a.staging / f"{host}.pcap")
         except ValueError as e:
             raise RunFailed(f"{host}: capture: {e}", transient=True) from None
         text = {i: p.read_text(errors="replace") for i, p in logs}
         (a.staging / bundle_name(host, "tcpdump.log")).write_text(capture.join_tcpdump_logs(text))
-        for _, p in parts + logs:
-            p.unlink()
 
 
 def bundle_name(host: str, remote_name: str) -> str:
@@ -432,13 +452,13 @@ def teardown(a: Attempt, cmds: commands.RunCommands | None) -> None:
     b = Batch()
     for host, pids in a.background.items():
         b.add(host, Cmd(batch.stop_argv(list(pids.values()), "KILL"), check=False))
-    for host, argv in impair.fuse_tc(cmds.teardown if cmds else []):
+    for host, argv in cmds.teardown if cmds else []:
         b.add(host, Cmd(argv, check=False))
     for host in a.hosts():
         d = a.remote(host)
         b.add(host, Cmd(["rm", "-rf", "--", d, f"{d}.tar"], check=False))
     with contextlib.suppress(HostError, RunFailed):
-        a.stage("teardown", b, check=False)
+        a.stage("teardown", fused(b), check=False)
     a.background.clear()
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shlex
+
 from mprig import impair
+from mprig.batch import Cmd
 from mprig.rig.host import PathLink
 from mprig.spec import Direction, Path
 
 LINK = PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s")
+PATH = Path(name="wifi", kind="wifi", down=Direction(rate_mbit=20, delay_ms=10),
+            up=Direction(rate_mbit=5, delay_ms=10))  # fmt: skip
 
 
 def test_netem_args_full() -> None:
@@ -57,33 +62,45 @@ def test_clear_commands() -> None:
 
 
 def test_a_hosts_consecutive_tc_commands_become_one_tc_batch() -> None:
-    """Under VM emulation each tc started costs 0.2-0.4 s, so a router's qdisc commands of
-    one stage go through one `tc -batch`; order is kept and nothing else is merged."""
-    cmds = [
-        ("client", ["sysctl", "-w", "a=1"]),
-        *impair.clear_commands(LINK),
-        ("cell", ["tc", "qdisc", "del", "dev", "cell-c", "root"]),
-        ("ap", ["ip", "link", "show"]),
-        ("ap", ["tc", "qdisc", "replace", "dev", "ap-c", "root", "netem", "delay", "1ms"]),
-    ]
-    fused = impair.fuse_tc(cmds)
-    assert fused == [
-        ("client", ["sysctl", "-w", "a=1"]),
-        ("ap", impair.tc_batch(["qdisc del dev ap-c root", "qdisc del dev ap-s root"])),
-        ("cell", ["tc", "qdisc", "del", "dev", "cell-c", "root"]),  # alone: left as it is
-        ("ap", ["ip", "link", "show"]),
-        ("ap", ["tc", "qdisc", "replace", "dev", "ap-c", "root", "netem", "delay", "1ms"]),
-    ]
+    """Under VM emulation each tc started costs 0.2-0.4 s, so a router's tc commands of one
+    stage go through one `tc -batch`, the before/after snapshot included; order is kept, a
+    part's output is found by its own argv, and at most one part prints."""
+    show = Cmd(impair.snapshot_argv())
+    replace = [Cmd(argv) for _, argv in impair.apply_commands(PATH, LINK)]
+    dels = [Cmd(argv, check=False) for _, argv in impair.clear_commands(LINK)]
+    mkdir, read = Cmd(["mkdir", "/x"]), Cmd(["bash", "-c", "tc qdisc show"])
+    setup = impair.fuse_tc([mkdir, *replace, show, read])
+    assert setup[0] == mkdir and setup[2] == read and len(setup) == 3
+    lines = [shlex.join(c.argv[1:]) for c in replace] + ["qdisc show"]
+    assert setup[1].argv == impair.tc_batch(lines, stats=True)
+    assert setup[1].parts == (*(tuple(c.argv) for c in replace), tuple(show.argv))
+    assert setup[1].check is True
+    stop = impair.fuse_tc([show, *dels])
+    assert [c.argv for c in stop] == [
+        impair.tc_batch(["qdisc show", "qdisc del dev ap-c root", "qdisc del dev ap-s root"],
+                        stats=True)
+    ]  # fmt: skip
+    assert stop[0].check is False  # the dels' failures stay ignored
+    assert impair.fuse_tc([show, show]) == [show, show]  # two outputs: not fused
+    assert impair.fuse_tc([dels[0]]) == [dels[0]]  # alone: left as it is
+    bg = Cmd(["tc", "monitor"], log="/x.log")
+    assert impair.fuse_tc([bg, dels[0]]) == [bg, dels[0]]
 
 
 def test_a_tc_batch_runs_every_line_and_fails_if_one_failed() -> None:
     """The real tc: a line that fails does not stop the lines after it (teardown removes
-    every qdisc it can), and the batch's status says something failed."""
+    every qdisc it can), the batch's status says something failed, and with stats the
+    `qdisc show` line prints what `tc -s qdisc show` prints."""
     import subprocess
 
-    argv = impair.tc_batch(
-        ["qdisc del dev mprig-no-such-a root", "qdisc del dev mprig-no-such-b root"]
+    lines = ["qdisc show dev lo", "qdisc del dev mprig-no-such-a root",
+             "qdisc del dev mprig-no-such-b root"]  # fmt: skip
+    p = subprocess.run(
+        impair.tc_batch(lines, stats=True), capture_output=True, text=True, timeout=30
     )
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     assert p.returncode != 0
     assert "mprig-no-such-a" in p.stderr and "mprig-no-such-b" in p.stderr
+    alone = subprocess.run(["tc", "-s", "qdisc", "show", "dev", "lo"], capture_output=True,
+                           text=True, timeout=30, check=True)  # fmt: skip
+    assert p.stdout.split("Sent")[0] == alone.stdout.split("Sent")[0]
+    assert " Sent " in p.stdout

@@ -182,3 +182,26 @@ def test_a_stored_baseline_wins_over_live_values() -> None:
     assert got["client"].mptcp_limits == {"add_addr_accepted": "0", "subflows": "2"}
     assert got["client"].endpoints == ()
     assert got["ap"] == live["ap"]
+
+
+def test_the_read_back_starts_tc_only_where_it_reads_interfaces(tmp_path: Path) -> None:
+    """Under VM emulation every program costs 0.1-0.3 s: a host whose interfaces are not
+    read (the server) gets no `tc qdisc show`; a router's are read from one."""
+    import os
+    import subprocess
+
+    calls = tmp_path / "started"
+    for tool in ("tc", "ip"):
+        stand_in = tmp_path / tool
+        stand_in.write_text(f"#!/bin/sh\necho {tool} >> {calls}\n")
+        stand_in.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+    def started(devs: list[str]) -> list[str]:
+        calls.unlink(missing_ok=True)
+        argv = isolation.read_argv(["net.ipv4.tcp_sack"], devs, offloads=False)
+        subprocess.run(argv, env=env, check=True, capture_output=True, timeout=30)
+        return calls.read_text().split() if calls.exists() else []
+
+    assert started([]) == ["ip"]
+    assert started(["lan0", "wan0"]) == ["ip", "tc"]
