@@ -89,11 +89,20 @@ def classify(
 
 
 def classify_transfer(
-    xfer: dict[str, Any], conn: dict[str, Any] | None, segments: list[dict[str, Any]]
+    xfer: dict[str, Any],
+    conn: dict[str, Any] | None,
+    segments: list[dict[str, Any]],
+    syn_mp_capable: bool | None = None,
 ) -> tuple[str, str]:
     """(verdict, detail) of the data step, from the client's view of the transfer, the
-    server's view of the connection (None: never accepted) and the data segments the
-    server saw on the path's subflow."""
+    server's view of the connection (None: never accepted), the data segments the server
+    saw on the path's subflow and whether the transfer's own SYN reached it with
+    MP_CAPABLE (None: not seen)."""
+    if syn_mp_capable is False:
+        return "fallback", "the transfer's SYN reached the server without MP_CAPABLE: " \
+            "the client's kernel did not try MPTCP (net.mptcp.enabled, or its fallback " \
+            "after lost MPTCP SYNs: net.mptcp.blackhole_timeout, " \
+            "syn_retrans_before_tcp_fallback) or a middlebox stripped it"  # fmt: skip
     if "error" in xfer:
         return "data-failed", f"the transfer failed: {xfer['error']}"
     bare = sum(not s["mapped"] for s in segments)
@@ -234,9 +243,13 @@ def _result(
     conn = seen.conns.get(index)
     # The server's own view of the subflow's tuple (a NAT may have changed it).
     tuple_at_server = tuple(conn["peer"]) if conn else (p["src"], xfer.get("sport"))
-    segments = seen.data.get((str(tuple_at_server[0]), int(tuple_at_server[1] or 0)), [])
+    key = (str(tuple_at_server[0]), int(tuple_at_server[1] or 0))
+    segments = seen.data.get(key, [])
+    xfer_syn = seen.syns.get(key)
     if verdict == "returned":
-        verdict, detail = classify_transfer(xfer, conn, segments)
+        verdict, detail = classify_transfer(
+            xfer, conn, segments, None if xfer_syn is None else xfer_syn["mp_capable"]
+        )
     moved = "error" not in xfer
     return PathProbe(
         path=link.name,

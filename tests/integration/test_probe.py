@@ -31,6 +31,9 @@ OK = ("MP_CAPABLE handshake, 48000 bytes echoed, 34 data segments on this path, 
 def rig() -> Iterator[Rig]:
     virtual.down(NAME)
     built = virtual.up(NAME, PATHS, provision_hosts=False)
+    # test_dropping_router loses MPTCP SYNs: without this the client's kernel would open the
+    # next tests' connections as plain TCP for an hour (its MPTCP blackhole detection).
+    built.hosts["client"].run(["sysctl", "-q", "-w", "net.mptcp.blackhole_timeout=0"], check=False)
     try:
         yield built
     finally:

@@ -114,6 +114,17 @@ def test_classify_transfer(
     assert classify_transfer(transfer, conn, segments) == expected
 
 
+def test_a_transfer_whose_syn_came_without_mp_capable_fell_back() -> None:
+    # After MPTCP SYNs were lost, the kernel opens new connections as plain TCP for a while
+    # (net.mptcp.blackhole_timeout): every data segment then comes without DSS, and the
+    # verdict says why instead of blaming the path's DSS handling.
+    verdict, detail = classify_transfer(xfer(mptcp=False), CONN, segs(0, 34), False)
+    assert (verdict, detail.split(":")[0]) == (
+        "fallback", "the transfer's SYN reached the server without MP_CAPABLE",
+    )  # fmt: skip
+    assert classify_transfer(xfer(), CONN, segs(34), True)[0] == "ok"
+
+
 def test_server_log_groups_data_by_subflow_and_connections_by_probe() -> None:
     log = (
         '{"ready": 5299}\n'
