@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reports import reproduce_figures, reproduce_html
+from reports import reproduce_committed, reproduce_figures, reproduce_html
 from reports.reproduce import (
     COMMITTED,
     PAPERS,
@@ -32,6 +32,11 @@ examples:
                                          the paper's run lengths and repetitions over every
                                          cell (hours to days); reports/reproductions/004/
   mprig reproduce 000 003                report from results already collected
+  mprig reproduce 000 --profile core --from-committed
+                                         judge reports/reproductions/000/ again from its
+                                         committed metrics.parquet and environment.json:
+                                         verdicts.json, report.md, report.html (runs
+                                         nothing; then `make papers-docs`)
   mprig reproduce --docs docs/papers.md --html
                                          docs/papers.md's numbers and every committed
                                          reproduction's figures and report.html, from the
@@ -61,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where SEED/ goes (default: reports/reproductions for the core and "
                    "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
+    p.add_argument("--from-committed", action="store_true",
+                   help="judge each SEED's committed reproduction (under --out, default "
+                   "reports/reproductions) again from its own metrics.parquet and "
+                   "environment.json, without results/: verdicts.json, report.md and its "
+                   "figures, report.html")  # fmt: skip
     p.add_argument("--list", action="store_true", help="list the papers and campaigns")
     p.add_argument("--docs", type=Path, default=None, metavar="FILE",
                    help="rewrite FILE's numbers section from reports/reproductions "
@@ -85,7 +95,10 @@ def main(args: argparse.Namespace) -> int:
     default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
     out = args.out or default
     for seed in args.seeds:
-        report = reproduce(seed, args.profile, args.results, out, args.run)
+        if args.from_committed:
+            report = reproduce_committed.rejudge(out / seed, args.results)
+        else:
+            report = reproduce(seed, args.profile, args.results, out, args.run)
         print(report)
         print(reproduce_html.write(report.parent))
     return 0

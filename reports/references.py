@@ -11,8 +11,10 @@ scale it into the paper's unit, the value and a tolerance with the reason for it
   a sanity floor (a number, or a fraction of the runs' configured capacity) below it;
 - "reproduced" when the interval lies inside the window, "contradicted" when wholly
   outside, otherwise "inconclusive" with the n that would decide it (from the observed SD);
-- "uninformative" when the window includes the no-effect value (0 %, a ratio of 1), so
-  that no result could tell the paper's effect from none;
+- "uninformative" when the window includes the no-effect value (0 %, a ratio of 1) and
+  the interval lies inside it or straddles its edge: such a window can never make a row
+  reproduced, since a result inside it cannot tell the paper's effect from none; an
+  interval wholly outside it is "contradicted" all the same;
 - "configuration check" when the metric is a configured quantity (seed 004's buffer
   rule computed from the paths), which cannot fail by measurement: counted apart;
 - "not comparable" with the reason when no run, metric or kernel feature allows it.
@@ -667,8 +669,8 @@ def _fmt(x: float) -> str:
 
 def shown_window(ref: Reference, window: tuple[float, float]) -> tuple[float, float]:
     """WINDOW as a report shows it: from 0 when the quantity cannot be negative (OOO-BO's
-    [-1 590, 1 810] KB is [0, 1 810] KB). The verdict is the same either way: a window that
-    reaches below 0 holds the no-effect value 0, so it is uninformative."""
+    [-1 590, 1 810] KB is [0, 1 810] KB). A window that reaches below 0 holds the no-effect
+    value 0 either way, so it is uninformative unless our interval lies wholly outside it."""
     lo, hi = window
     return (max(lo, 0.0), hi) if ref.nonnegative and lo < 0 else (lo, hi)
 
@@ -695,16 +697,10 @@ def judge(entry: Entry, a: Sample, b: Sample | None) -> Check:
     window = _window(entry, est.sd, capacity)
     base = Check(ref.id, entry, est.mean, est.n, "inconclusive", "", est.low, est.high, window,
                  None, est.n_base)  # fmt: skip
-    lo, hi = window
-    if lo <= ref.null_value <= hi:
-        low, high = shown_window(ref, window)
-        reason = (
-            f"the window [{_fmt(low)}, {_fmt(high)}] {ref.unit} includes the no-effect value "
-            f"{ref.null_value:g}: no result could tell the paper's effect from none"
-        )
-        return replace(base, verdict="uninformative", reason=reason)
     verdict, n_more = decide(est.mean, est.low, est.high, est.n_eff, window, est.sd)
-    reason = _reason(verdict, est, window, n_more)
+    if verdict != "contradicted" and window[0] <= ref.null_value <= window[1]:
+        return replace(base, verdict="uninformative", reason=_uninformative(ref, est, window))
+    reason = _reason(verdict, est, shown_window(ref, window), n_more)
     collapsed = _collapsed(a, ref)
     if collapsed:
         reason = (
@@ -715,6 +711,22 @@ def judge(entry: Entry, a: Sample, b: Sample | None) -> Check:
             verdict, reason = "inconclusive", reason + "; a collapsed run cannot reproduce"
     reason = "; ".join(x for x in (reason, ref.note) if x)
     return replace(base, verdict=verdict, reason=reason, n_needed=n_more)
+
+
+def _uninformative(ref: Reference, est: Estimate, window: tuple[float, float]) -> str:
+    """Why a window holding the no-effect value decides nothing unless the CI lies wholly
+    outside it (then judge() calls the row contradicted)."""
+    low, high = shown_window(ref, window)
+    reason = (
+        f"the window [{_fmt(low)}, {_fmt(high)}] {ref.unit} includes the no-effect value "
+        f"{ref.null_value:g}: a result inside it cannot tell the paper's effect from none"
+    )
+    if est.n_eff < 2 or math.isnan(est.low) or math.isnan(est.high):
+        return reason
+    ci = f"95 % CI [{_fmt(est.low)}, {_fmt(est.high)}]"
+    if est.low >= window[0] and est.high <= window[1]:
+        return f"{reason}; {ci} inside it"
+    return f"{reason}; {ci} straddles it, only one wholly outside decides (contradicted)"
 
 
 def _reason(verdict: str, est: Estimate, window: tuple[float, float], n_more: int | None) -> str:

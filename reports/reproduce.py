@@ -566,16 +566,23 @@ def _json_number(x: float) -> float | None:
 
 
 def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
-    """What the runs ran on, read from their run.json: kernels, tool versions, rig mode and
-    whether the VM had KVM or software emulation ("unrecorded" where run.json says not)."""
+    """What the runs ran on, read from their run.json: kernels, tool versions, rig mode,
+    whether the VM had KVM or software emulation ("unrecorded" where run.json says not) and
+    the congestion controls every host offered (None: unrecorded), which
+    reports/reproduce_committed.py needs to judge a committed reproduction again."""
     seen: dict[str, set[str]] = {"kernels": set(), "rig_modes": set(), "acceleration": set()}
     tools: dict[str, set[str]] = {}
-    runs: dict[str, dict[str, int]] = {}
+    runs: dict[str, dict[str, Any]] = {}
     for o in outcomes:
         if o.results is None:
             continue
         r = o.results
-        runs[f"{o.stem}-{o.profile}"] = {"runs": len(r.runs), "complete": len(r.complete)}
+        offered = available_cc([r])  # per campaign: BPF ones are loaded for its variants
+        runs[f"{o.stem}-{o.profile}"] = {
+            "runs": len(r.runs),
+            "complete": len(r.complete),
+            "congestion_controls": None if offered is None else list(offered),
+        }
         for bundle in r.bundles.values():
             seen["rig_modes"].add(str(bundle.get("rig_mode", "unrecorded")))
             vm = bundle.get("vm") if isinstance(bundle.get("vm"), dict) else {}
@@ -585,10 +592,12 @@ def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
                 seen["kernels"].add(str(host.get("kernel", "unrecorded")))
                 for tool, version in (host.get("tools") or {}).items():
                     tools.setdefault(str(tool), set()).add(str(version))
+    cc = available_cc([o.results for o in outcomes if o.results is not None])
     return {
         **{k: sorted(v) for k, v in seen.items()},
         "tools": {k: sorted(v) for k, v in sorted(tools.items())},
         "campaigns": runs,
+        "congestion_controls": None if cc is None else list(cc),  # what every host offered
     }
 
 
@@ -632,6 +641,19 @@ def write_reproduction(
     summary = {"seed": plan.seed, "profile": outcomes[0].profile if outcomes else ""}
     env = {**summary, **environment(outcomes)}
     fsio.write_text(out / "environment.json", json.dumps(env, indent=1, sort_keys=True) + "\n")
+    return write_judgement(plan, outcomes, cc, out)
+
+
+def write_judgement(
+    plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...] | None, out: Path
+) -> Path:
+    """OUT/verdicts.json and report.md (+ figures/) from OUTCOMES: from results, or from a
+    committed reproduction's own files (reports/reproduce_committed.py). Returns report.md."""
+    import json
+
+    from mprig import fsio
+
+    summary = {"seed": plan.seed, "profile": outcomes[0].profile if outcomes else ""}
     verdicts = {**summary, **verdict_summary(plan.seed, outcomes)}
     fsio.write_text(out / "verdicts.json", json.dumps(verdicts, indent=1) + "\n")
     text = render(plan, outcomes, cc) + "\n".join(_figure_lines(plan, outcomes, out))

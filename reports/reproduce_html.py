@@ -37,8 +37,9 @@ VERDICT_TERMS = (
     ("contradicted", "our 95 % interval lies wholly outside the window"),
     ("inconclusive", "the interval straddles the window's edge; n_needed estimates the "
      "repetitions that would decide it"),
-    ("uninformative", "the window includes the no-effect value (0 %, a ratio of 1): no result "
-     "could tell the paper's effect from none"),
+    ("uninformative", "the window includes the no-effect value (0 %, a ratio of 1) and the "
+     "interval lies inside it or straddles its edge: a result inside it could not tell the "
+     "paper's effect from none (wholly outside: contradicted)"),
     ("configuration check", "a configured quantity computed from the paths, not measured: "
      "counted apart"),
     ("not comparable", "no run, metric or kernel feature of this rig matches the paper's "

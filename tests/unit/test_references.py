@@ -374,15 +374,15 @@ def test_self_comparisons_are_configuration_checks_counted_apart() -> None:
     assert counts["configuration check"] == 3 and counts["reproduced"] == 0
 
 
-def test_a_window_including_no_effect_is_uninformative() -> None:
+def test_a_window_including_no_effect_cannot_hide_a_contradiction() -> None:
     res = paper_results("003-scenario1-full")
-    # OOO-R 1.8 % +- 2 SD of the synthetic runs (about 2.4 points) includes 0 %; TCP-DOOR's
-    # 42.1 % does not. (Co-CC's 1.3 % was used until the tcpdoor_fccc variant shifted the
-    # synthetic draws: its window came out at [0.01, 2.59].)
+    # OOO-R 1.8 % +- 2 SD of the synthetic runs (about 2.4 points) includes 0 %, but the
+    # synthetic runs' OOO-R is about 10 %: wholly outside, so contradicted (it was called
+    # uninformative before the interval was compared). TCP-DOOR's 42.1 % holds no 0.
     got = checks(res, ["003-t3-s1-nopr-un", "003-t3-s1-tcpdoor-un"])
-    assert got["003-t3-s1-nopr-un"].verdict == "uninformative"
-    assert "includes the no-effect value 0" in got["003-t3-s1-nopr-un"].reason
-    assert got["003-t3-s1-tcpdoor-un"].verdict != "uninformative"
+    nopr = got["003-t3-s1-nopr-un"]
+    assert nopr.window is not None and nopr.window[0] < 0 < nopr.window[1] < nopr.low
+    assert (nopr.verdict, got["003-t3-s1-tcpdoor-un"].verdict) == ("contradicted", "contradicted")
     flagged = [i for i, e in shipped().items() if refs.window_includes_no_effect(e)]
     assert "004-f9-never-below-tcp" in flagged  # MPTCP equal to TCP is "never below" it
 
@@ -553,15 +553,17 @@ def test_a_verdict_row_shows_the_clipped_window_and_its_reason_reads_without_exp
     assert c.verdict == "uninformative" and c.window is not None and c.window[0] < 0
     hi = c.window[1]
     assert c.reason == (
-        f"the window [0, {sig(hi)}] KB includes the no-effect value 0: no result could "
-        "tell the paper's effect from none"
+        f"the window [0, {sig(hi)}] KB includes the no-effect value 0: a result inside it "
+        f"cannot tell the paper's effect from none; 95 % CI [{sig(c.low)}, {sig(c.high)}] "
+        "straddles it, only one wholly outside decides (contradicted)"
     )
     assert check_rows([c])[0]["window"] == f"[0.00, {fmt(hi, 2)}]"
 
 
 def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
     """A window that reaches below 0 holds the no-effect value 0 either way, so it stays
-    uninformative: the clip changes the display, not the verdict."""
+    uninformative unless the interval lies wholly outside it (contradicted): the clip
+    changes the display, not the verdict."""
     import json
 
     from reports.reproduce import REPRODUCTIONS
@@ -573,6 +575,81 @@ def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
             if e is None or not c["window"] or c["window"][0] >= 0 or not e.ref.nonnegative:
                 continue
             lo, hi = refs.shown_window(e.ref, tuple(c["window"]))
-            assert (c["verdict"], lo <= e.ref.null_value <= hi) == ("uninformative", True)
+            outside = c["low"] is not None and (c["high"] < lo or c["low"] > hi)
+            expected = "contradicted" if outside else "uninformative"
+            assert (c["verdict"], lo <= e.ref.null_value <= hi) == (expected, True)
             seen += 1
     assert seen >= 4  # seed 000's OOO-BO rows at 70 m at least
+
+
+def judged(e: refs.Entry, values: list[float]) -> refs.Check:
+    import numpy as np
+
+    return refs.judge(e, refs.Sample(np.array(values), pd.DataFrame()), None)
+
+
+SPREAD = refs.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
+
+
+def test_a_ci_wholly_outside_a_window_holding_no_effect_is_contradicted() -> None:
+    """003-t3-s1-nopr-co: paper 1.3 %, window [0, 2.6] %, ours 47.9 [47.1, 48.7] % was
+    labelled uninformative; a window holding 0 cannot make a row reproduced, but a CI
+    far outside it contradicts the paper."""
+    c = judged(shipped()["003-t3-s1-nopr-co"], [47.0, 47.5, 47.9, 48.3, 48.7])
+    assert c.window is not None and c.window[0] < 0 < c.window[1] < 2.7
+    assert (c.verdict, c.reason.split(";")[0]) == (
+        "contradicted",
+        f"95 % CI [{sig(c.low)}, {sig(c.high)}] wholly outside the window [0, {sig(c.window[1])}]",
+    )
+
+
+def test_a_ci_straddling_a_window_holding_no_effect_stays_uninformative() -> None:
+    """000-t3-70m-dsack-ooo-bo: paper 106 KB, ours about 2 040 KB with an SD of about
+    830 KB, so the +- 2 SD window reaches 1 770 KB and the CI (from about 1 010 KB)
+    overlaps it: no verdict can come from a window that allows no effect."""
+    c = judged(shipped()["000-t3-70m-dsack-ooo-bo"], [988.5, 3100.4, 1500.0, 2600.0, 2000.0])
+    assert c.window is not None and c.low < c.window[1] < c.high
+    assert c.verdict == "uninformative"
+    assert c.reason == (
+        f"the window [0, {sig(c.window[1])}] KB includes the no-effect value 0: a result "
+        f"inside it cannot tell the paper's effect from none; 95 % CI [{sig(c.low)}, "
+        f"{sig(c.high)}] straddles it, only one wholly outside decides (contradicted)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict", "ci"),
+    [
+        ([1.8, 2.0, 2.2, 2.0, 2.0], "uninformative", "inside it"),  # window [-4, 6] holds 0
+        ([5.0, 6.0, 7.0, 6.0, 6.0], "uninformative", "straddles it"),
+        ([19.0, 20.0, 21.0, 20.0, 20.0], "contradicted", "wholly outside the window [0, 6]"),
+        ([math.nan, 2.0], "uninformative", ""),  # n = 1: no interval, nothing to decide
+    ],
+)
+def test_a_window_holding_no_effect_never_reproduces_but_can_contradict(
+    values: list[float], verdict: str, ci: str
+) -> None:
+    c = judged(entry(metric="ooo_ratio", unit="%", value=1.0), [v for v in values if v == v])
+    assert (c.window, c.verdict) == ((-4.0, 6.0), verdict)
+    assert (f"CI [{sig(c.low)}, {sig(c.high)}] {ci}" in c.reason) == bool(ci)
+
+
+def test_a_window_without_no_effect_still_reproduces() -> None:
+    c = judged(entry(metric="ooo_ratio", unit="%", value=10.0), [9.8, 10.0, 10.2, 10.0, 10.0])
+    assert (c.window, c.verdict) == ((5.0, 15.0), "reproduced")
+
+
+def test_no_committed_verdict_is_uninformative_with_its_ci_wholly_outside() -> None:
+    import json
+
+    from reports.reproduce import REPRODUCTIONS
+
+    hidden = []
+    for path in sorted(REPRODUCTIONS.glob("*/verdicts.json")):
+        for c in json.loads(path.read_text())["checks"]:
+            if c["verdict"] != "uninformative" or c["low"] is None or not c["window"]:
+                continue
+            lo, hi = c["window"]
+            if c["high"] < lo or c["low"] > hi:
+                hidden.append(c["id"])
+    assert hidden == []

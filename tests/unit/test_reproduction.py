@@ -57,7 +57,11 @@ def test_environment_names_kernel_tools_and_rig_mode(written: Path) -> None:
     )
     assert env["acceleration"] == ["unrecorded"]  # run.json does not say KVM or emulation
     assert env["tools"] == {"iperf3": ["3.18"]}
-    assert env["campaigns"]["000-table1-full"] == {"runs": 60, "complete": 60}
+    table1 = env["campaigns"]["000-table1-full"]
+    assert (table1["runs"], table1["complete"]) == (60, 60)
+    # what reports/reproduce_committed.py judges a committed reproduction's checks against
+    assert table1["congestion_controls"] == env["congestion_controls"]
+    assert env["congestion_controls"] is not None and "lia" in env["congestion_controls"]
 
 
 def test_verdict_counts_add_up_to_the_checks(written: Path) -> None:

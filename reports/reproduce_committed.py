@@ -1,0 +1,177 @@
+"""A committed reproduction judged again from its own files: report.md and verdicts.json
+rewritten from metrics.parquet and environment.json, without the results/ the runs wrote.
+
+A fix to the verdicts (reports/references.py) or to report.md then reaches
+reports/reproductions/<seed>/ without running the campaigns again. Judging goes through
+the code `mprig reproduce` uses on results (references.load_for, reproduce.render); this
+module only rebuilds the `Results` each campaign's checks read:
+
+- the runs: the campaign's rows of metrics.parquet (runs.parquet as `mprig collect` wrote
+  it, with the statuses reports.results gave them);
+- the spec: the campaign file as it is now, expanded (mprig.plan) into each run's variant
+  and paths, matched to the committed runs by the readable part of the run id (variant,
+  sweep point, repetition). The id's hash is not compared: it covers every field of the
+  spec's models as dumped, so a field added to them since the runs changes it although
+  the campaign file did not (the case of every reproduction committed in 2026-11). A run
+  the file no longer plans is refused;
+- the hosts' facts the checks read from run.json: the kernels of environment.json and
+  the congestion controls every host of the campaign offered (environment.json
+  `campaigns.<name>.congestion_controls`). A reproduction written before environment.json
+  recorded them is upgraded once: the seed's common ones (report.md's "Kernel offers"
+  line) and the congestion control of every variant that completed a run here, which the
+  kernel therefore offered (BPF ones are loaded for the campaigns that use them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mprig.errors import UsageError
+from reports.reproduce import (
+    PAPERS,
+    CampaignOutcome,
+    campaign_file,
+    write_judgement,
+)
+from reports.results import Results
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KERNEL_OFFERS = re.compile(r"^Kernel offers: (.*)\.$", re.M)  # report.md's cc_lines
+CC_SYSCTL = "net.ipv4.tcp_available_congestion_control"
+
+
+def congestion_controls(root: Path, env: dict[str, Any]) -> tuple[str, ...] | None:
+    """The congestion controls every host offered: environment.json's, else (written before
+    environment.json recorded them) the line report.md printed from the runs' run.json."""
+    if "congestion_controls" in env:
+        cc = env["congestion_controls"]
+        return None if cc is None else tuple(cc)
+    md = root / "report.md"
+    found = KERNEL_OFFERS.search(md.read_text()) if md.is_file() else None
+    return tuple(found.group(1).split()) if found else None
+
+
+def planned_runs(stem: str, profile: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The campaign file's spec as campaign.json records it, and per run id the run.json
+    fields the checks read (variant, paths, point), by readable run id."""
+    from mprig.plan import expand, run_json
+    from mprig.spec import load_campaign
+
+    campaign = load_campaign(campaign_file(stem, profile))
+    plan = {readable(run.run_id): run_json(run) for run in expand(campaign)}
+    return campaign.model_dump(mode="json"), plan
+
+
+def readable(run_id: str) -> str:
+    """`mptcp-p2.delay_ms_10-r1-7b3be79b` -> `mptcp-p2.delay_ms_10-r1`: without the hash."""
+    return run_id.rsplit("-", 1)[0]
+
+
+def _algorithm(cc: str) -> str:
+    """A variant's cc (a preset name or an algorithm) as the kernel names it."""
+    from mprig.presets import CC_PRESETS
+
+    preset = CC_PRESETS.get(cc)
+    return preset.algorithm or cc if preset else cc
+
+
+def _hosts(env: dict[str, Any], cc: tuple[str, ...] | None) -> dict[str, Any]:
+    sysctls = {} if cc is None else {CC_SYSCTL: " ".join(cc)}
+    kernels = env.get("kernels") or []
+    return {f"host{i}": {"kernel": k, "sysctls": sysctls} for i, k in enumerate(kernels)}
+
+
+def campaign_results(
+    name: str, stem: str, profile: str, metrics: pd.DataFrame, env: dict[str, Any],
+    cc: tuple[str, ...] | None, results_root: Path,
+) -> Results:  # fmt: skip
+    """One campaign's Results rebuilt from committed files (see the module's docstring)."""
+    runs = metrics[metrics["campaign"] == name].dropna(axis=1, how="all").reset_index(drop=True)
+    spec, plan = planned_runs(stem, profile)
+    unplanned = sorted(r for r in map(str, runs["run_id"]) if readable(r) not in plan)
+    if unplanned:
+        raise UsageError(
+            f"{campaign_file(stem, profile)}: plans no run like {unplanned[0]} of "
+            f"metrics.parquet ({len(unplanned)} such runs): the campaign changed since the "
+            "runs, so their configuration cannot be rebuilt; run them again"
+        )
+    bundles = {str(r): {**plan[readable(str(r))], "run_id": str(r)} for r in runs["run_id"]}
+    recorded = (env.get("campaigns") or {}).get(name) or {}
+    if "congestion_controls" in recorded:
+        offered = recorded["congestion_controls"]
+        cc = None if offered is None else tuple(offered)
+    elif cc is not None:
+        done = runs["run_id"][runs["status"] == "complete"].map(str)
+        ran = [_algorithm(str(bundles[r]["variant"].get("cc"))) for r in done]
+        cc = tuple(dict.fromkeys([*cc, *ran]))
+        recorded["congestion_controls"] = list(cc)  # the upgrade rejudge() writes back
+    hosts = _hosts(env, cc)
+    for bundle in bundles.values():
+        bundle["hosts"] = hosts
+    planned = tuple(
+        {"run_id": r, "variant": b["variant"]["name"], "repetition": b["repetition"],
+         "point": b["point"]}
+        for r, b in bundles.items()
+    )  # fmt: skip
+    return Results(results_root / name, name, spec, planned, runs, bundles)
+
+
+def outcomes(
+    root: Path, results_root: Path = Path("results"), env: dict[str, Any] | None = None
+) -> list[CampaignOutcome]:
+    """ROOT's campaigns as `mprig reproduce` saw them, their checks judged again (ENV:
+    environment.json as read, upgraded in place where it lacks congestion controls)."""
+    import pandas as pd
+
+    from reports import references
+
+    seed, profile, read_env = _read(root)
+    env = read_env if env is None else env
+    metrics = pd.read_parquet(root / "metrics.parquet")
+    cc = congestion_controls(root, env)
+    out = []
+    for stem in PAPERS[seed].campaigns:
+        name = f"{stem}-{profile}"
+        if not campaign_file(stem, profile).is_file():
+            why = f"no {campaign_file(stem, profile).name}; `--profile full` runs it"
+            out.append(CampaignOutcome(stem, profile, None, [], why))
+        elif "campaign" not in metrics or not (metrics["campaign"] == name).any():
+            why = f"{results_root / name} does not exist"
+            out.append(CampaignOutcome(stem, profile, None, [], why))
+        else:
+            results = campaign_results(name, stem, profile, metrics, env, cc, results_root)
+            out.append(CampaignOutcome(stem, profile, results, references.load_for(results)))
+    return out
+
+
+def _read(root: Path) -> tuple[str, str, dict[str, Any]]:
+    for name in ("verdicts.json", "environment.json", "metrics.parquet"):
+        if not (root / name).is_file():
+            raise UsageError(f"{root / name}: not found; is {root} a committed reproduction?")
+    verdicts = json.loads((root / "verdicts.json").read_text())
+    env = dict(json.loads((root / "environment.json").read_text()))
+    seed = str(verdicts.get("seed", ""))
+    if seed not in PAPERS:
+        raise UsageError(f"{root / 'verdicts.json'}: seed {seed!r} is not a paper of mprig")
+    return seed, str(verdicts.get("profile", "")), env
+
+
+def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
+    """ROOT/verdicts.json and report.md (and its figures) written again from ROOT's
+    committed files; environment.json gains the congestion controls when it lacked them.
+    Returns ROOT/report.md."""
+    from mprig import fsio
+
+    seed, _, env = _read(root)
+    cc = congestion_controls(root, env)
+    found = outcomes(root, results_root, env)
+    env.setdefault("congestion_controls", None if cc is None else list(cc))
+    text = json.dumps(env, indent=1, sort_keys=True) + "\n"
+    if text != (root / "environment.json").read_text():
+        fsio.write_text(root / "environment.json", text)
+    return write_judgement(PAPERS[seed], found, cc, root)
