@@ -37,6 +37,7 @@ from mprig import (
     knobs,
     rbpm_run,
     traffic,
+    vm,
 )
 from mprig.batch import Batch, Cmd, Done, run_batch
 from mprig.errors import HostError, MprigError, ToolMissing, UsageError
@@ -843,6 +844,7 @@ def make_record(
         "mprig": {"version": __version__, "git": git_revision()},
         "commands": a.log,
         "rig_mode": ctx.rig.mode,
+        "acceleration": vm.acceleration() if ctx.rig.mode.startswith("virtual") else "none (lab)",
     }
     return record
 

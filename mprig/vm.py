@@ -53,6 +53,21 @@ def in_vm() -> bool:
     return os.environ.get(IN_VM_ENV) == "1"
 
 
+CLOCKSOURCES = Path("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+
+
+def acceleration(clocksources: Path = CLOCKSOURCES) -> str:
+    """How the campaign VM runs, seen from inside it: "kvm" when the guest has KVM's
+    paravirtual clock (a KVM guest always offers kvm-clock, an emulated one never does),
+    else "software emulation"; "native" outside a VM."""
+    if not in_vm():
+        return "native"
+    try:
+        return "kvm" if "kvm-clock" in clocksources.read_text().split() else "software emulation"
+    except OSError:
+        return "unrecorded"
+
+
 def _run_quiet(argv: Sequence[str], timeout: float = 10.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
 

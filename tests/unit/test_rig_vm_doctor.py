@@ -150,3 +150,19 @@ def test_ssh_argv_runs_inside_the_controller_namespace() -> None:
         "ip", "netns", "exec", "mprig-h2-ctl",
         "ssh", "-F", "/run/mprig/h2/ssh_config", "client", "--", "uname -r",
     ]  # fmt: skip
+
+
+def test_a_run_records_how_its_vm_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json `acceleration`: seen from inside the guest, KVM's paravirtual clock is
+    offered only under KVM (the clock sources of a real KVM and a real emulated guest)."""
+    from mprig import vm
+
+    kvm_guest, tcg_guest = tmp_path / "kvm", tmp_path / "tcg"
+    kvm_guest.write_text("kvm-clock tsc hpet acpi_pm \n")
+    tcg_guest.write_text("tsc hpet acpi_pm \n")
+    monkeypatch.delenv(vm.IN_VM_ENV, raising=False)
+    assert vm.acceleration(kvm_guest) == "native"
+    monkeypatch.setenv(vm.IN_VM_ENV, "1")
+    assert vm.acceleration(kvm_guest) == "kvm"
+    assert vm.acceleration(tcg_guest) == "software emulation"
+    assert vm.acceleration(tmp_path / "gone") == "unrecorded"
