@@ -17,7 +17,9 @@ from mprig.rig.host import Rig
 from mprig.spec import Direction
 from mprig.spec import Path as SpecPath
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Four site.yml runs on a native virtual rig, about 5 min on 2 cores: `make test-long`, so
+# `make test` stays under 45 minutes (test_links.py keeps the data-plane tasks in it).
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.long]
 
 NAME = "p4prov"
 D = Direction(rate_mbit=10)
