@@ -153,8 +153,11 @@ def _kind(cmd: Cmd) -> str:
 
 
 def _logged(d: Done) -> dict[str, Any]:
+    """run.json `commands` entry; a fused command (one tc for several) lists its parts."""
     argv = rbpm_run.shown(d.cmd.argv)  # the controller's source text by name
     entry = {"host": d.host, "argv": argv, "returncode": d.returncode, "seconds": d.seconds}
+    if d.cmd.parts:
+        entry["parts"] = [list(p) for p in d.cmd.parts]
     return {**entry, "background": True} if d.cmd.log else entry
 
 
