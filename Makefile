@@ -25,7 +25,7 @@ help:
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 
-setup: system venv
+setup: system venv ns3-engine
 
 # Installs only what is missing, so a second call costs one dpkg query.
 system:
@@ -123,7 +123,7 @@ $(NS3_BIN): oracle/ns3/wifi_link.cc oracle/ns3/wifi_setup.h
 	g++ -O2 -std=c++17 -Wall -o $@ $< $(NS3_LIBS)
 
 # The real-time link engine (issue 16 parts 3-4; docs/ns3-engine.md): a path with
-# `engine: ns3` crosses it. `mprig run` builds it when a campaign needs it.
+# `engine: ns3` crosses it. `make setup` builds it (installs libns3-dev and g++ first).
 NS3_ENGINE := oracle/ns3/build/wifi_rt
 NS3_ENGINE_LIBS := -lns3-wifi -lns3-fd-net-device -lns3-mobility -lns3-propagation \
 	-lns3-network -lns3-core
