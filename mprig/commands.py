@@ -28,9 +28,14 @@ class RunCommands:
     background: list[tuple[str, list[str], str]] = field(default_factory=list)
 
 
+def remote_root(rig: str) -> str:
+    """Where every host of a rig keeps its runs' files: <root>/<run id>/<host>."""
+    return f"/tmp/mprig-{rig}"
+
+
 def remote_dir(rig: str, run_id: str, host: str) -> str:
     """Where a host keeps a run's files until they are fetched."""
-    return f"/tmp/mprig-{rig}/{run_id}/{host}"
+    return f"{remote_root(rig)}/{run_id}/{host}"
 
 
 def pcap_path(rig: str, run_id: str, host: str, interface: str) -> str:

@@ -200,13 +200,12 @@ def wait_cmd(test: str, *args: str, limit: float = READY_TIMEOUT) -> Cmd:
 
 
 # Remove this host's files of earlier runs (their processes are stopped by then), then
-# create the run's directory $3 = $1/<run id>/<host>. Every host makes the shared levels at
+# create the run's directory $3 = $1/<run id>/<host> (commands.remote_dir under
+# commands.remote_root). Every host makes the shared levels at
 # the same moment, so they are made one by one, "exists" being fine for them: bash's
 # loadable `mkdir -p` (the session's) fails when a parent appears between its check and
 # its own mkdir, and keeps failing in that shell.
-CLEAN_SCRIPT = (
-    'rm -rf "$1"/*/"$2" "$1"/*/"$2".tar && { mkdir "$1" "${3%/*}" 2>/dev/null; mkdir "$3"; }'
-)
+CLEAN_SCRIPT = 'rm -rf "$1"/*/"$2" && { mkdir "$1" "${3%/*}" 2>/dev/null; mkdir "$3"; }'
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
@@ -215,9 +214,8 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     sampler and the traffic server; then the waits for tcpdump capturing and the server
     listening."""
     b = Batch()
-    root = f"/tmp/mprig-{a.rig.name}"
+    root = commands.remote_root(a.rig.name)
     for host in a.hosts():
-        assert a.remote(host) == f"{root}/{a.run.run_id}/{host}"  # CLEAN_SCRIPT's layout
         fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
     waits = add_captures(a, b)
@@ -459,8 +457,7 @@ def teardown(a: Attempt, cmds: commands.RunCommands | None) -> None:
     for host, argv in cmds.teardown if cmds else []:
         b.add(host, Cmd(argv, check=False))
     for host in a.hosts():
-        d = a.remote(host)
-        b.add(host, Cmd(["rm", "-rf", "--", d, f"{d}.tar"], check=False))
+        b.add(host, Cmd(["rm", "-rf", "--", a.remote(host)], check=False))
     with contextlib.suppress(HostError, RunFailed):
         a.stage("teardown", fused(b), check=False)
     a.background.clear()
@@ -663,6 +660,7 @@ def parse_wifi(text: str) -> dict[str, str]:
     return links
 
 
+# (`<host>.tar`: what runners before the streamed fetch left on the host.)
 SWEEP_SCRIPT = (
     'for f in "$1"/*/"$2"/*.pid; do [ -s "$f" ] && kill -s KILL -- "-$(cat "$f")" 2>/dev/null; '
     'done; rm -rf "$1"/*/"$2" "$1"/*/"$2".tar; rmdir "$1"/* "$1" 2>/dev/null; exit 0'
@@ -673,8 +671,8 @@ def sweep_rig(rig: Rig) -> None:
     """Remove what a killed runner left on the rig: its background processes (by their
     recorded pids), its remote files, and the impairments on every router."""
     b = Batch()
+    root = commands.remote_root(rig.name)
     for host in rig.hosts:
-        root = f"/tmp/mprig-{rig.name}"
         b.add(host, Cmd(["sh", "-c", SWEEP_SCRIPT, "mprig-sweep", root, host], check=False))
     for link in rig.paths:
         for clear in impair.clear_commands(link):

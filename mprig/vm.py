@@ -35,6 +35,7 @@ from types import TracebackType
 
 from mprig import kvm, vmboot
 from mprig.errors import MprigError, ToolMissing
+from mprig.tools import which
 
 IN_VM_ENV = "MPRIG_IN_VM"
 VM_HOSTNAME = "mprig-vm"
@@ -139,8 +140,7 @@ def vng_path() -> str:
     """The vng executable: MPRIG_VNG, else next to this Python (the venv), else on PATH."""
     if os.environ.get("MPRIG_VNG"):
         return os.environ["MPRIG_VNG"]
-    local = Path(sys.executable).parent / "vng"
-    found = str(local) if local.exists() else shutil.which("vng")
+    found = which("vng")
     if not found:
         raise ToolMissing("vng not found: pip install virtme-ng (make setup installs it)")
     return found

@@ -30,19 +30,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+from mprig.knobs import AVAILABLE_CC
 from reports.reproduce import (
     PAPERS,
     CampaignOutcome,
     campaign_file,
     write_judgement,
 )
+from reports.reproduce_html import Committed, campaign_runs, read
 from reports.results import Results
 
 if TYPE_CHECKING:
     import pandas as pd
 
 KERNEL_OFFERS = re.compile(r"^Kernel offers: (.*)\.$", re.M)  # report.md's cc_lines
-CC_SYSCTL = "net.ipv4.tcp_available_congestion_control"
 
 
 def congestion_controls(root: Path, env: dict[str, Any]) -> tuple[str, ...] | None:
@@ -81,7 +82,7 @@ def _algorithm(cc: str) -> str:
 
 
 def _hosts(env: dict[str, Any], cc: tuple[str, ...] | None) -> dict[str, Any]:
-    sysctls = {} if cc is None else {CC_SYSCTL: " ".join(cc)}
+    sysctls = {} if cc is None else {AVAILABLE_CC: " ".join(cc)}
     kernels = env.get("kernels") or []
     return {f"host{i}": {"kernel": k, "sysctls": sysctls} for i, k in enumerate(kernels)}
 
@@ -91,7 +92,7 @@ def campaign_results(
     cc: tuple[str, ...] | None, results_root: Path,
 ) -> Results:  # fmt: skip
     """One campaign's Results rebuilt from committed files (see the module's docstring)."""
-    runs = metrics[metrics["campaign"] == name].dropna(axis=1, how="all").reset_index(drop=True)
+    runs = campaign_runs(metrics, name)
     spec, plan = planned_runs(stem, profile)
     unplanned = sorted(r for r in map(str, runs["run_id"]) if readable(r) not in plan)
     if unplanned:
@@ -121,19 +122,14 @@ def campaign_results(
     return Results(results_root / name, name, spec, planned, runs, bundles)
 
 
-def outcomes(
-    root: Path, results_root: Path = Path("results"), env: dict[str, Any] | None = None
-) -> list[CampaignOutcome]:
-    """ROOT's campaigns as `mprig reproduce` saw them, their checks judged again (ENV:
-    environment.json as read, upgraded in place where it lacks congestion controls)."""
-    import pandas as pd
-
+def outcomes(committed: Committed, results_root: Path = Path("results")) -> list[CampaignOutcome]:
+    """The committed reproduction's campaigns as `mprig reproduce` saw them, their checks
+    judged again (its environment upgraded in place where it lacks congestion controls)."""
     from reports import references
 
-    seed, profile, read_env = _read(root)
-    env = read_env if env is None else env
-    metrics = pd.read_parquet(root / "metrics.parquet")
-    cc = congestion_controls(root, env)
+    seed, profile = _paper(committed)
+    env, metrics = committed.environment, committed.metrics
+    cc = congestion_controls(committed.root, env)
     out = []
     for stem in PAPERS[seed].campaigns:
         name = f"{stem}-{profile}"
@@ -149,27 +145,27 @@ def outcomes(
     return out
 
 
-def _read(root: Path) -> tuple[str, str, dict[str, Any]]:
-    for name in ("verdicts.json", "environment.json", "metrics.parquet"):
-        if not (root / name).is_file():
-            raise UsageError(f"{root / name}: not found; is {root} a committed reproduction?")
-    verdicts = json.loads((root / "verdicts.json").read_text())
-    env = dict(json.loads((root / "environment.json").read_text()))
-    seed = str(verdicts.get("seed", ""))
+def _paper(committed: Committed) -> tuple[str, str]:
+    """The seed and profile verdicts.json names; UsageError for a seed mprig has no paper of."""
+    seed = str(committed.verdicts.get("seed", ""))
     if seed not in PAPERS:
-        raise UsageError(f"{root / 'verdicts.json'}: seed {seed!r} is not a paper of mprig")
-    return seed, str(verdicts.get("profile", "")), env
+        raise UsageError(
+            f"{committed.root / 'verdicts.json'}: seed {seed!r} is not a paper of mprig"
+        )
+    return seed, str(committed.verdicts.get("profile", ""))
 
 
 def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
     """ROOT/verdicts.json and report.md (and its figures) written again from ROOT's
-    committed files; environment.json gains the congestion controls when it lacked them.
-    Returns ROOT/report.md."""
+    committed files (read once); environment.json gains the congestion controls when it
+    lacked them. Returns ROOT/report.md."""
     from mprig import fsio
 
-    seed, _, env = _read(root)
+    committed = read(root)
+    seed, _ = _paper(committed)
+    env = committed.environment
     cc = congestion_controls(root, env)
-    found = outcomes(root, results_root, env)
+    found = outcomes(committed, results_root)
     env.setdefault("congestion_controls", None if cc is None else list(cc))
     text = json.dumps(env, indent=1, sort_keys=True) + "\n"
     if text != (root / "environment.json").read_text():

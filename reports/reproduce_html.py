@@ -184,10 +184,15 @@ def ordering_rows(seed: str, verdicts: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def campaign_runs(metrics: pd.DataFrame, campaign: str) -> pd.DataFrame:
+    """One campaign's rows of metrics.parquet, without the columns it never filled."""
+    runs = metrics[metrics["campaign"] == campaign].dropna(axis=1, how="all")
+    return runs.reset_index(drop=True)
+
+
 def campaign_results(metrics: pd.DataFrame, campaign: str) -> Results:
     """One campaign's runs from metrics.parquet, as the Results the comparisons read."""
-    runs = metrics[metrics["campaign"] == campaign].dropna(axis=1, how="all")
-    return Results(Path(campaign), campaign, {}, (), runs.reset_index(drop=True))
+    return Results(Path(campaign), campaign, {}, (), campaign_runs(metrics, campaign))
 
 
 def comparison_tables(plan: PaperPlan, profile: str, metrics: pd.DataFrame) -> list[Any]:

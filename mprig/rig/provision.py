@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mprig import datafiles
 from mprig.errors import HostError, ToolMissing
+from mprig.tools import which
 
 PLAYBOOKS = datafiles.PLAYBOOKS
 
@@ -21,11 +21,6 @@ PLAYBOOKS = datafiles.PLAYBOOKS
 def ansible_tool(name: str) -> str:
     """An Ansible executable (ansible-playbook, ansible-inventory) next to our Python (the
     venv), else on PATH."""
-    local = Path(sys.executable).parent / name
-    if local.exists():
-        return str(local)
-    from shutil import which
-
     found = which(name)
     if not found:
         raise ToolMissing(f"{name} not found: pip install ansible-core (make setup)")
