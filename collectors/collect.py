@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors import capture_part, runparts
+from collectors import apps_part, capture_part, runparts
 from collectors.runinfo import RunInfo
 from mprig import bundle as bundles
 from mprig import fsio
@@ -53,7 +53,7 @@ INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvb
 # The block workload (traffic tool blocks), after the capture's; null for the other tools.
 BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "block_delay_p99_s")
 BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
-INT_COLUMNS = (*INT_METRICS, "blocks_missing")
+INT_COLUMNS = (*INT_METRICS, "blocks_missing", *apps_part.INT_COLUMNS)
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
 PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
@@ -257,6 +257,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
         "ss": runparts.ss_part(info),
         "nstat": runparts.nstat_part(info),
         "blocks": runparts.blocks_part(info) if info.tool == "blocks" else runparts.Part(),
+        "apps": apps_part.apps_part(info),
     }
     problems += [p for part in parts.values() for p in part.problems]
     doc = metrics_doc(info, parts, inputs)
@@ -296,6 +297,7 @@ def metrics_doc(
     row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS}
     row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
     row |= {m: parts["blocks"].metrics.get(m) for m in BLOCK_METRICS}
+    row |= {m: parts["apps"].metrics.get(m) for m in apps_part.COLUMNS}
     row["ss_acked_bps"] = ss_acked(ss_p.get("paths", {}))
     throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
     row |= path_columns(info, throughput, ss_p.get("paths", {}), cap.get("path_wire_bps"))
@@ -313,6 +315,7 @@ def metrics_doc(
         "iperf3": parts["iperf3"].metrics.get("iperf3", {}),
         "bulk": parts["iperf3"].metrics.get("bulk"),
         "blocks": parts["blocks"].metrics.get("blocks"),
+        "apps": parts["apps"].metrics.get("apps"),
         "nstat": nstat,
         **kernel_ofo(cap.get("receiver_ooo"), nstat.get(info.receiver, {})),
     }
@@ -394,7 +397,7 @@ def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
     columns = list(ID_COLUMNS + INT_ID_COLUMNS)
     columns += sorted({c for r in rows for c in r if c.startswith("param.")})
-    columns += list(FLOAT_METRICS + INT_METRICS + BLOCK_METRICS)
+    columns += list(FLOAT_METRICS + INT_METRICS + BLOCK_METRICS + apps_part.COLUMNS)
     for metric in PATH_METRICS:
         columns += sorted({c for r in rows for c in r if c.startswith(f"{metric}.")})
     frame = pd.DataFrame({c: [r.get(c) for r in rows] for c in columns})

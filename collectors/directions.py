@@ -33,6 +33,17 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "block_delay_p99_s": "lower",
     "block_delay_max_s": "lower",
     "blocks_missing": "lower",
+    "request_time_p50_s": "lower",
+    "request_time_p95_s": "lower",
+    "request_time_p99_s": "lower",
+    "request_time_mean_s": "lower",
+    "requests_completed": "higher",
+    "request_failures": "lower",
+    "frame_delay_p50_s": "lower",
+    "frame_delay_p95_s": "lower",
+    "frame_delay_p99_s": "lower",
+    "frame_miss_ratio": "lower",
+    "frame_misses": "lower",
     # Cross-checks of throughput_bps (another instrument, or the same bytes with headers):
     # judging them too would count one change twice.
     "ss_acked_bps": "neutral",

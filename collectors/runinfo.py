@@ -30,7 +30,7 @@ class RunInfo:
 
     @property
     def tool(self) -> str:
-        """iperf3, bulk or blocks."""
+        """iperf3, bulk, blocks, requests or cbr."""
         return str(_dict(self.record.get("traffic")).get("tool") or "iperf3")
 
     @property

@@ -44,11 +44,12 @@ def read_text(bundle: Path, name: str, part: Part) -> str | None:
 
 def iperf3_part(info: RunInfo) -> Part:
     """`iperf3_bps` (receiver side) and the receiver's interval series; for a bulk
-    transfer, bulk.json as recorded (and no iperf3 figures); nothing for blocks."""
+    transfer, bulk.json as recorded (and no iperf3 figures); nothing for blocks, requests
+    and cbr (their own parts)."""
     part = Part()
     if info.tool == "bulk":
         return bulk_part(info, part)
-    if info.tool == "blocks":
+    if info.tool in ("blocks", "requests", "cbr"):
         part.metrics["iperf3_bps"] = None
         return part
     results: dict[str, iperf3.Iperf3Result | None] = {}

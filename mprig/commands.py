@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from mprig import capture, impair, knobs, rbpm_run, traffic, wifi
+from mprig import apps, capture, impair, knobs, rbpm_run, traffic, wifi
 from mprig.errors import UsageError
 from mprig.plan import Run
 from mprig.rig import layout
@@ -105,6 +105,8 @@ def _traffic(
         return ("server", server), ("client", client)
     if t.tool == "blocks":
         return _blocks(run, server_addr, bind, (sdir, cdir))
+    if t.tool in apps.TOOLS:
+        return apps.commands(run, server_addr, bind, (sdir, cdir))
     if t.bytes is None:
         raise UsageError("traffic: tool bulk needs `bytes`")
     down, n = t.direction == "download", t.bytes
@@ -169,8 +171,8 @@ def for_run(
         *caps,
         (snd, capture.ss_sampler_argv()),
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
-        *([c.server] if c.server else []),
+        *([apps.shown(c.server)] if c.server else []),
         *[(h, rbpm_run.shown(argv)) for h, argv, _ in c.background],
-        c.client,
+        apps.shown(c.client),
         *c.teardown,
     ]

@@ -40,6 +40,9 @@ class Run:
     traffic: Traffic
     capture: Capture
     point: dict[str, Any] = field(default_factory=dict)  # sweep axis -> value of this run
+    # from the campaign seed and the repetition only: every variant and sweep point of a
+    # repetition draws the same workload (traffic tool requests: the same response sizes)
+    workload_seed: int = 0
 
 
 def run_json(run: Run) -> dict[str, Any]:
@@ -141,9 +144,10 @@ def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unused(traffic: Traffic) -> set[str]:
-    """The blocks tool's fields when another tool leaves them unset: left out of the hash,
-    so adding them kept every earlier run id."""
-    return {k for k in ("block_bytes", "interval_ms") if getattr(traffic, k) is None}
+    """The workload tools' fields when another tool leaves them unset: left out of the
+    hash, so adding them kept every earlier run id."""
+    keys = ("block_bytes", "interval_ms", "requests", "cbr")
+    return {k for k in keys if getattr(traffic, k) is None}
 
 
 def _run(
@@ -160,6 +164,7 @@ def _run(
         index=0,
         repetition=repetition,
         seed=run_seed(applied.seed, run_id),
+        workload_seed=run_seed(applied.seed, f"workload-r{repetition}"),
         variant=variant,
         paths=applied.paths,
         traffic=applied.traffic,

@@ -27,6 +27,7 @@ from typing import Any
 
 from mprig import (
     __version__,
+    apps,
     batch,
     bundle,
     capture,
@@ -58,6 +59,7 @@ FACTS_SCRIPT = (
     "iperf3 --help 2>&1 | grep -c -- --mptcp || true"
 )
 PORTS = {"iperf3": traffic.IPERF3_PORT, "bulk": traffic.BULK_PORT, "blocks": traffic.BLOCKS_PORT}
+PORTS |= apps.PORTS
 FACT_KEYS = ("kernel", "iperf3", "tcpdump", "tc", "ss")
 # The client's 802.11 links (a lab's radios, or hwsim in the virtual rig): `iw dev X link`
 # per wireless interface, so a run records which AP it used, the signal and the bitrate.
@@ -378,6 +380,7 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     for host in ("client", "server"):
         sends = host == commands.sender(a.run)
         name = traffic.blocks_file(sends) if tool == "blocks" else f"{tool}-{host}.json"
+        name = apps.remote_name(tool, sends) or name
         files.setdefault(host, []).append(name)
     return files
 
@@ -571,6 +574,11 @@ def summarise(a: Attempt) -> dict[str, Any]:
         return {"throughput_bps": s.receiver_bps, "retransmits": s.retransmits}
     if a.run.traffic.tool == "blocks":
         return _blocks_summary(a)
+    if (tool := a.run.traffic.tool) in apps.TOOLS:
+        try:
+            return apps.summary(a.run, a.staging)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise RunFailed(f"{tool}: {e}", transient=True) from None
     return _bulk_summary(a)
 
 

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from mprig import presets, sysctl_keys
+from mprig import apps_spec, presets, sysctl_keys
 from mprig.errors import SpecError, UsageError
 from mprig.safeio import NotRegularFile, read_regular
 
@@ -286,7 +286,7 @@ class Variant(StrictModel):
 class Traffic(StrictModel):
     """What a run sends."""
 
-    tool: Literal["iperf3", "bulk", "blocks"] = "iperf3"
+    tool: Literal["iperf3", "bulk", "blocks", "requests", "cbr"] = "iperf3"
     direction: Literal["download", "upload"] = "download"  # download: server sends
     # iperf3 -t; bulk: the transfer's deadline; blocks: how long the sender writes
     duration_s: float = Field(default=10, ge=1, le=86_400, description=_DURATION)
@@ -297,6 +297,8 @@ class Traffic(StrictModel):
     block_bytes: int | None = Field(default=None, ge=16, le=1_000_000, description=_BLOCK)
     # blocks: pause after each block, ms (None for the other tools: 0 for blocks)
     interval_ms: float | None = Field(default=None, ge=0, le=60_000, description=_INTERVAL)
+    requests: apps_spec.Requests | None = None  # requests: mprig/apps_spec.py, docs/campaign.md
+    cbr: apps_spec.Cbr | None = None  # cbr: the stream's rate, frames and deadline
 
     @model_validator(mode="before")
     @classmethod
@@ -311,7 +313,7 @@ class Traffic(StrictModel):
     def _tool_fields(self) -> Traffic:
         if self.tool == "bulk" and self.bytes is None:
             raise SpecIssue(("bytes",), "tool bulk needs `bytes: <size>`")
-        if issues := self._blocks_issues():
+        if issues := apps_spec.tool_issues(self.tool, dict(self)):
             raise SpecIssue.of(issues)
         if self.tool == "iperf3":
             issues = [
@@ -331,24 +333,6 @@ class Traffic(StrictModel):
             if issues:
                 raise SpecIssue.of(issues)
         return self
-
-    def _blocks_issues(self) -> list[tuple[Loc, str]]:
-        """Block fields only for tool blocks, and blocks without iperf3's or bulk's."""
-        fields = ("block_bytes", "interval_ms")
-        if self.tool != "blocks":
-            return [
-                ((k,), f"only tool blocks writes blocks (tool is {self.tool})")
-                for k in fields
-                if getattr(self, k) is not None
-            ]
-        issues: list[tuple[Loc, str]] = [
-            ((k,), "tool blocks needs a number here") for k in fields if getattr(self, k) is None
-        ]
-        if self.omit_s:
-            issues.append((("omit_s",), "is iperf3's warm-up; tool blocks has none"))
-        if self.bytes is not None:
-            issues.append((("bytes",), "is bulk's size; tool blocks writes for duration_s"))
-        return issues
 
 
 class Capture(StrictModel):

@@ -67,7 +67,7 @@ def timeout_s(t: Traffic) -> float:
     """How long a traffic command may take before it counts as hung: its duration (a bulk
     transfer's deadline; the blocks sender's writing time; iperf3's test plus its omitted
     warm-up) and a margin."""
-    if t.tool in ("bulk", "blocks"):
+    if t.tool in ("bulk", "blocks", "requests", "cbr"):
         return t.duration_s + MARGIN_S
     return t.duration_s + t.omit_s + MARGIN_S
 

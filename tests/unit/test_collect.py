@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from collectors.analyze import analyze_pcap
+from collectors.apps_part import COLUMNS as APP_COLUMNS
 from collectors.collect import (
     BLOCK_METRICS,
     SERIES_COLUMNS,
@@ -115,6 +116,7 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         "iperf3_bps": iperf3["end"]["sum_received"]["bits_per_second"],
         "ss_acked_bps": pytest.approx(sum(p["acked_bps"] for p in ss_paths.values())),
         **dict.fromkeys(BLOCK_METRICS),  # null: an iperf3 run writes no blocks
+        **dict.fromkeys(APP_COLUMNS),  # nor requests or frames
     }  # fmt: skip
     for path in ("wifi", "cell"):
         expected[f"wire_bps.{path}"] = pytest.approx(wire[path])
@@ -187,7 +189,7 @@ def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
         "ooo_mean_bytes", "ooo_max_bytes", "ooo_max_packets", "ooo_arrivals",
         "retransmitted_packets", "duplicate_packets",
         "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes", *BLOCK_METRICS,
-        *PATH_COLUMNS,
+        *APP_COLUMNS, *PATH_COLUMNS,
     ]  # fmt: skip
     assert list(runs["run_id"]) == ["corrupt", "damaged", "failed", "ok"]
     assert list(runs["status"]) == ["corrupt", "corrupt", "failed", "complete"]
