@@ -157,6 +157,17 @@ def parse(text: str) -> HostSettings:
     )
 
 
+def from_qdiscs(qdiscs: str, devs: Sequence[str]) -> HostSettings:
+    """A router's settings from a `tc [-s] qdisc show` it printed anyway (the run's
+    snapshot): the root qdisc of each of `devs`, as READ_SCRIPT would read them without
+    starting another tc. Routers have no sysctls, limits or endpoints to read."""
+    lines = ["@@sysctl", "@@limits", "@@endpoints"]
+    qs = [q for q in qdiscs.splitlines() if q.startswith("qdisc ")]
+    for d in devs:
+        lines += [f"@@dev {d}", *(q for q in qs if f" dev {d} root " in q)]
+    return parse("\n".join(lines))
+
+
 def _device_line(dev: dict[str, str], line: str) -> None:
     words = line.split()
     if len(words) >= 2 and words[0] == "qdisc":

@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from mprig import bpfcc, presets
+from mprig.batch import Cmd
 from mprig.errors import ToolMissing, UsageError
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
@@ -106,6 +107,54 @@ IP_BATCH = 'printf "%s\\n" "$@" | ip -batch -'
 def ip_batch(lines: list[str]) -> list[str]:
     """argv running `lines` (ip commands without the leading `ip`) through one `ip -batch`."""
     return ["bash", "-c", IP_BATCH, "mprig-ip", *lines]
+
+
+# `sysctl -q -w` without a program started: under VM emulation each `sysctl` costs 0.25-0.4
+# s of a run's set-up, the builtin writes a few milliseconds. A constant script; the
+# assignments are its arguments (full_key checked the names). As procps does: a name with
+# no "/" has its dots turned into /proc/sys levels, the value is written as given, every
+# assignment is tried and a failed one makes the status 1 (Debian 12's procps 4).
+SYSCTL_W = (
+    'rc=0; for a; do k=${a%%=*}; [[ $k == */* ]] || k=${k//.//}; { printf "%s" "${a#*=}" '
+    '> "/proc/sys/$k"; } 2>/dev/null || { printf "sysctl: cannot set %s\\n" "${a%%=*}" >&2; '
+    "rc=1; }; done; exit $rc"
+)
+
+
+def fuse_sysctl(cmds: Sequence[Cmd]) -> list[Cmd]:
+    """One host's commands in order, each run of consecutive foreground `sysctl -q -w`
+    commands replaced by one SYSCTL_W script (bash builtins, run as a subshell of the
+    stage's script). The fused command keeps its parts, as run.json shows them."""
+    out: list[Cmd] = []
+    run: list[Cmd] = []
+
+    def flush() -> None:
+        if run:
+            assignments = [a for c in run for a in c.argv[3:]]
+            out.append(
+                Cmd(
+                    ["bash", "-c", SYSCTL_W, "mprig-sysctl", *assignments],
+                    timeout=sum(c.timeout for c in run),
+                    check=all(c.check for c in run),
+                    parts=tuple(tuple(c.argv) for c in run),
+                )
+            )
+        run.clear()
+
+    for c in cmds:
+        if _sysctl_write(c):
+            run.append(c)
+            continue
+        flush()
+        out.append(c)
+    flush()
+    return out
+
+
+def _sysctl_write(c: Cmd) -> bool:
+    a = c.argv
+    plain = c.log is None and not c.enforce_timeout and not c.parts
+    return plain and a[:3] == ["sysctl", "-q", "-w"] and all("=" in x for x in a[3:])
 
 
 AVAILABLE_CC = "net.ipv4.tcp_available_congestion_control"

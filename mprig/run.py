@@ -145,8 +145,11 @@ class Attempt:
 
 
 def fused(b: Batch) -> Batch:
-    """`b` with each host's consecutive tc commands run by one tc (impair.fuse_tc)."""
-    return Batch({host: impair.fuse_tc(cmds) for host, cmds in b.by_host.items()})
+    """`b` with each host's consecutive tc commands run by one tc (impair.fuse_tc) and its
+    sysctl writes done by bash builtins (knobs.fuse_sysctl)."""
+    return Batch(
+        {host: impair.fuse_tc(knobs.fuse_sysctl(cmds)) for host, cmds in b.by_host.items()}
+    )
 
 
 def _kind(cmd: Cmd) -> str:
@@ -168,7 +171,8 @@ def _raise_first_failure(done: dict[str, list[Done]]) -> None:
         for d in results:
             if d.returncode == 0 or not d.cmd.check:
                 continue
-            argv = shlex.join(d.cmd.argv)
+            # a fused command is shown as the commands it stands for
+            argv = "; ".join(shlex.join(p) for p in d.cmd.parts or (d.cmd.argv,))
             if d.returncode == TOOL_NOT_FOUND:
                 raise ToolMissing(f"{host}: {d.cmd.argv[0]} not found ({argv}); install it")
             err = (d.stderr.strip().splitlines() or ["(no stderr)"])[-1]
@@ -227,7 +231,7 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         b.add(host, Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
-    for host in a.hosts():
+    for host in isolation.KNOB_HOSTS:  # routers: read from their snapshot (check_settings)
         b.add(host, Cmd(read_settings_argv(a, host)))
     for host in ("client", "server"):
         b.add(host, Cmd(capture.nstat_argv()))
@@ -252,7 +256,11 @@ def read_settings_argv(a: Attempt, host: str) -> list[str]:
 def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """Record the settings read back after the variant was applied; RunFailed naming every
     difference from what the spec (on top of the baseline) asks for."""
-    got = {h: isolation.parse(a.output(h, read_settings_argv(a, h))) for h in a.hosts()}
+    knob_hosts = isolation.KNOB_HOSTS
+    got = {h: isolation.parse(a.output(h, read_settings_argv(a, h))) for h in knob_hosts}
+    for router in a.routers:
+        devs = a.baseline.devices.get(router, []) if a.baseline else []
+        got[router] = isolation.from_qdiscs(a.output(router, impair.snapshot_argv()), devs)
     out.settings = {h: s.as_json() for h, s in got.items()}
     own = [*knobs.sysctls(a.run.variant), knobs.AVAILABLE_CC]
     for host in isolation.KNOB_HOSTS:

@@ -1,0 +1,65 @@
+"""sysctl writes without a program started (knobs.fuse_sysctl), a router's settings from
+the run's qdisc snapshot (isolation.from_qdiscs), and failures shown as the commands a
+fused command stands for."""
+
+from __future__ import annotations
+
+import pytest
+
+from mprig import isolation, knobs, run
+from mprig.batch import Cmd, Done
+
+SACK = ["sysctl", "-q", "-w", "net.ipv4.tcp_sack=0", "net.ipv4.tcp_rmem=4096 131072 1000000"]
+MPTCP = ["sysctl", "-q", "-w", "net.mptcp.enabled=1"]
+
+
+def test_consecutive_sysctl_writes_become_one_builtin_script() -> None:
+    mkdir, ip = Cmd(["mkdir", "/x"]), Cmd(["ip", "mptcp", "limits", "show"])
+    out = knobs.fuse_sysctl([mkdir, Cmd(SACK), Cmd(MPTCP), ip, Cmd(MPTCP, check=False)])
+    assert [c.argv[0] for c in out] == ["mkdir", "bash", "ip", "bash"]
+    fused = out[1]
+    assert fused.argv == ["bash", "-c", knobs.SYSCTL_W, "mprig-sysctl", *SACK[3:], *MPTCP[3:]]
+    assert fused.parts == (tuple(SACK), tuple(MPTCP)) and fused.check is True
+    assert out[3].parts == (tuple(MPTCP),) and out[3].check is False
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        Cmd(["sysctl", "net.ipv4.tcp_sack"]),  # a read prints: not a write
+        Cmd(["sysctl", "-w", "net.ipv4.tcp_sack=1"]),  # not quiet: prints what it set
+        Cmd(MPTCP, log="/x.log"),  # background
+        Cmd(MPTCP, enforce_timeout=True),
+        Cmd(["sysctl", "-q", "-w", "-p"]),  # an option, not an assignment
+    ],
+)
+def test_other_sysctl_commands_are_left_as_they_are(cmd: Cmd) -> None:
+    assert knobs.fuse_sysctl([cmd]) == [cmd]
+
+
+SNAPSHOT = """\
+qdisc noqueue 0: dev lo root refcnt 2
+ Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
+qdisc netem 8001: dev ap-c root refcnt 2 limit 1000 delay 10ms rate 20Mbit
+ Sent 120 bytes 2 pkt (dropped 0, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+qdisc fq_codel 0: dev ap-s root refcnt 2 limit 10240p flows 1024
+ Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
+qdisc pfifo 10: dev ap-c parent 8001:1 limit 1000p
+"""
+
+
+def test_a_routers_settings_come_from_its_snapshot() -> None:
+    got = isolation.from_qdiscs(SNAPSHOT, ["ap-c", "ap-s", "ap-x"])
+    assert got.devices == {"ap-c": {"qdisc": "netem"}, "ap-s": {"qdisc": "fq_codel"}, "ap-x": {}}
+    assert got.sysctls == {} and got.endpoints == ()
+
+
+def test_a_fused_commands_failure_names_the_commands_it_stands_for() -> None:
+    fused = knobs.fuse_sysctl([Cmd(MPTCP)])[0]
+    done = Done("client", fused, 1, "", "sysctl: cannot set net.mptcp.enabled", 0.01)
+    with pytest.raises(run.RunFailed) as e:
+        run._raise_first_failure({"client": [done]})
+    assert str(e.value) == (
+        "client: `sysctl -q -w net.mptcp.enabled=1` exited 1: sysctl: cannot set net.mptcp.enabled"
+    )
