@@ -70,8 +70,10 @@ def test_ss_sampler_takes_its_interval_as_an_argument() -> None:
     assert capture.ss_sampler_argv()[-1] == "100000"
 
 
-def test_nstat_is_recorded_as_json() -> None:
-    assert capture.nstat_argv() == ["nstat", "-asz", "--json"]
+def test_nstat_is_read_by_bash_builtins() -> None:
+    # a subshell of the stage's script (batch._subshell), no program started; what it
+    # prints is compared with nstat's own in tests/integration/test_nstat_builtin_native.py
+    assert capture.nstat_argv() == ["bash", "-c", capture.NSTAT_SCRIPT, "mprig-nstat"]
 
 
 def test_tcpdump_argv_names_one_data_interface_and_keeps_ip_only() -> None:
