@@ -9,7 +9,8 @@ from mprig/spec.py, which imports these models into its Path and Campaign.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -89,10 +90,17 @@ class SharedBottleneck(_Strict):
 Loc = tuple[str | int, ...]
 
 
-def bottleneck_issues(b: SharedBottleneck | None, path_names: list[str]) -> list[tuple[Loc, str]]:
-    """Problems of a shared bottleneck's path names (spec.Campaign's cross-reference check)."""
+def bottleneck_issues(
+    b: SharedBottleneck | None, paths: Sequence[Any], inventory: str = "virtual"
+) -> list[tuple[Loc, str]]:
+    """Problems of a shared bottleneck's path names (`paths`: the campaign's spec.Path
+    models) and rig (spec.Campaign's cross-reference check)."""
     if b is None:
         return []
+    path_names = [str(p.name) for p in paths]
+    if inventory != "virtual":
+        why = "the virtual rig builds a shared bottleneck; a lab's shared link is its hardware"
+        return [(("shared_bottleneck",), why)]
     loc: Loc = ("shared_bottleneck", "paths")
     missing = [n for n in b.paths if n not in path_names]
     if missing:

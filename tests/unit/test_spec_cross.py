@@ -148,3 +148,12 @@ def test_without_the_new_keys_run_ids_and_plan_json_are_unchanged() -> None:
     assert run.run_id != other.run_id
     assert plan.run_json(other)["shared_bottleneck"]["rate_mbit"] == 8
     assert "cross_traffic" not in plan.path_json(c.paths[0])  # what the run id hashes
+
+
+def test_a_lab_rig_has_no_built_shared_bottleneck() -> None:
+    found = problems(
+        "      - {kind: tcp}\n",
+        "rig: {inventory: inventory/lab}\nshared_bottleneck: {paths: [wifi, cell], rate_mbit: 8}\n",
+    )
+    assert found == [(14, "shared_bottleneck", "the virtual rig builds a shared bottleneck; a"
+                      " lab's shared link is its hardware")]  # fmt: skip
