@@ -22,6 +22,12 @@ from mprig.spec import Direction
 
 DOWN_DEV = "mpbtl-down"  # IFB shaping server -> client (the egress of the server's links)
 UP_DEV = "mpbtl-up"  # IFB shaping client -> server (their ingress)
+# What a run killed before its teardown may have left (the rig is reused): $1 and $2 the
+# IFBs, then the server's links; a constant script, the names its arguments.
+CLEAN = (
+    'for d in "$1" "$2"; do ip link del "$d"; done 2>/dev/null; shift 2; '
+    'for d; do tc qdisc del dev "$d" clsact; done 2>/dev/null; true'
+)
 _ALL_IP = ["protocol", "ip", "u32", "match", "u32", "0", "0"]
 
 
@@ -52,12 +58,13 @@ def setup_commands(
     """(host, argv) on the server: the two IFBs with their qdisc, the redirects to them."""
     if b is None:
         return []
-    out = []
+    ifs = server_ifs(b, links)
+    out = [("server", ["bash", "-c", CLEAN, "mprig-bottleneck", DOWN_DEV, UP_DEV, *ifs])]
     for dev in (DOWN_DEV, UP_DEV):
         out += [("server", ["ip", "link", "add", dev, "type", "ifb"])]
         out += [("server", ["ip", "link", "set", dev, "up"])]
     out += [("server", shaper_argv(dev, direction(b))) for dev in (DOWN_DEV, UP_DEV)]
-    for dev in server_ifs(b, links):
+    for dev in ifs:
         out.append(("server", ["tc", "qdisc", "add", "dev", dev, "clsact"]))
         for hook, ifb in (("egress", DOWN_DEV), ("ingress", UP_DEV)):
             redirect = ["action", "mirred", "egress", "redirect", "dev", ifb]

@@ -140,3 +140,29 @@ def test_coupled_mptcp_leaves_a_shared_bottleneck_fair(tmp_path: Path) -> None:
     assert mean["uncoupled"] - mean["coupled"] > 0.07, mean
     assert statistics.mean(jain["coupled"]) > statistics.mean(jain["uncoupled"]), jain
     assert list(runs["jain_index"].notna()) == [True] * 6
+
+
+def test_a_bottleneck_left_by_a_killed_run_is_cleared_first() -> None:
+    """The set-up starts with bottleneck.CLEAN: IFBs and clsact a run killed with -9 left on
+    a reused rig would make `ip link add` fail."""
+    from mprig import bottleneck
+
+    ns = f"{RIG}-clean"
+
+    def sh(*argv: str) -> str:
+        done = subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True,
+                              text=True, check=True, timeout=10)  # fmt: skip
+        return done.stdout
+
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=10)
+    try:
+        sh("ip", "link", "add", "p1", "type", "veth", "peer", "name", "p1peer")
+        sh("ip", "link", "add", bottleneck.DOWN_DEV, "type", "ifb")
+        sh("tc", "qdisc", "add", "dev", "p1", "clsact")
+        left = sh("ip", "-o", "link", "show") + sh("tc", "qdisc", "show", "dev", "p1")
+        assert (bottleneck.DOWN_DEV in left, "clsact" in left) == (True, True)
+        sh("bash", "-c", bottleneck.CLEAN, "x", bottleneck.DOWN_DEV, bottleneck.UP_DEV, "p1")
+        left = sh("ip", "-o", "link", "show") + sh("tc", "qdisc", "show", "dev", "p1")
+        assert (bottleneck.DOWN_DEV in left, "clsact" in left) == (False, False)
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], check=False, timeout=10)

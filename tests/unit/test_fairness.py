@@ -142,7 +142,7 @@ def test_the_bench_stand_in_keeps_the_bottleneck_queue(monkeypatch: pytest.Monke
     run, links = run_and_links()
     monkeypatch.setenv("MPRIG_BENCH_TBF_FOR_NETEM", "1")
     assert run.bottleneck is not None
-    argv = bottleneck.setup_commands(run.bottleneck, links)[4][1]
+    argv = bottleneck.setup_commands(run.bottleneck, links)[5][1]
     assert argv == ["tc", "qdisc", "add", "dev", "mpbtl-down", "root", "tbf", "rate", "10mbit",
                     "burst", "32kb", "limit", str(50 * 1514)]  # fmt: skip
 
