@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collectors import apps_part, capture_part, runparts
+from collectors.cross import cross_columns, cross_part
 from collectors.runinfo import RunInfo
 from mprig import bundle as bundles
 from mprig import fsio
@@ -259,6 +260,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
         "blocks": runparts.blocks_part(info) if info.tool == "blocks" else runparts.Part(),
         "apps": apps_part.apps_part(info),
     }
+    parts["cross"] = cross_part(info, parts["iperf3"].metrics.get("iperf3_bps"))
     problems += [p for part in parts.values() for p in part.problems]
     doc = metrics_doc(info, parts, inputs)
     doc["problems"] = [f"{info.run_id}/{p}" for p in problems]
@@ -299,6 +301,7 @@ def metrics_doc(
     row |= {m: parts["blocks"].metrics.get(m) for m in BLOCK_METRICS}
     row |= {m: parts["apps"].metrics.get(m) for m in apps_part.COLUMNS}
     row["ss_acked_bps"] = ss_acked(ss_p.get("paths", {}))
+    row |= parts["cross"].metrics.get("columns", {})  # competing flows (collectors/cross.py)
     throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
     row |= path_columns(info, throughput, ss_p.get("paths", {}), cap.get("path_wire_bps"))
     return {
@@ -400,6 +403,7 @@ def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     columns += list(FLOAT_METRICS + INT_METRICS + BLOCK_METRICS + apps_part.COLUMNS)
     for metric in PATH_METRICS:
         columns += sorted({c for r in rows for c in r if c.startswith(f"{metric}.")})
+    columns += cross_columns(rows)
     frame = pd.DataFrame({c: [r.get(c) for r in rows] for c in columns})
     return frame.astype(_dtypes(frame))
 

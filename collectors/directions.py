@@ -44,6 +44,9 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "frame_delay_p99_s": "lower",
     "frame_miss_ratio": "lower",
     "frame_misses": "lower",
+    "jain_index": "higher",  # competing flows (collectors/cross.py): fairness across them
+    "main_share": "neutral",  # the connection's share: its right value depends on the setup
+    "cross_bps": "neutral",  # a competing flow's throughput describes the run
     # Cross-checks of throughput_bps (another instrument, or the same bytes with headers):
     # judging them too would count one change twice.
     "ss_acked_bps": "neutral",

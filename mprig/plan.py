@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mprig.crossspec import SharedBottleneck
 from mprig.spec import (
     Campaign,
     Capture,
@@ -40,6 +41,7 @@ class Run:
     traffic: Traffic
     capture: Capture
     point: dict[str, Any] = field(default_factory=dict)  # sweep axis -> value of this run
+    bottleneck: SharedBottleneck | None = None  # paths converging on one shaped link
     # from the campaign seed and the repetition only: every variant and sweep point of a
     # repetition draws the same workload (traffic tool requests: the same response sizes)
     workload_seed: int = 0
@@ -54,9 +56,10 @@ def run_json(run: Run) -> dict[str, Any]:
         "seed": run.seed,
         "point": run.point,
         "variant": run.variant.model_dump(mode="json"),
-        "paths": [p.model_dump(mode="json") for p in run.paths],
+        "paths": [path_json(p) for p in run.paths],
         "traffic": run.traffic.model_dump(mode="json"),
         "capture": run.capture.model_dump(mode="json"),
+        **bottleneck_json(run.bottleneck),
     }
 
 
@@ -136,11 +139,24 @@ def run_count(campaign: Campaign) -> int:
 def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
     """The parameters every run of one sweep point shares, as plain JSON values."""
     return {
-        "paths": [p.model_dump(mode="json") for p in applied.paths],
+        "paths": [path_json(p) for p in applied.paths],
         "traffic": applied.traffic.model_dump(mode="json", exclude=_unused(applied.traffic)),
         "capture": applied.capture.model_dump(mode="json"),
+        **bottleneck_json(applied.shared_bottleneck),
         "point": point,
     }
+
+
+def path_json(path: Path) -> dict[str, Any]:
+    """A path as plain JSON; no `cross_traffic` key when it has none, so adding the key
+    kept every earlier run id."""
+    unused = {"cross_traffic"} if not path.cross_traffic else None
+    return path.model_dump(mode="json", exclude=unused)
+
+
+def bottleneck_json(b: SharedBottleneck | None) -> dict[str, Any]:
+    """`shared_bottleneck` for a campaign that has one (absent otherwise: earlier run ids hold)."""
+    return {"shared_bottleneck": b.model_dump(mode="json")} if b is not None else {}
 
 
 def _unused(traffic: Traffic) -> set[str]:
@@ -169,6 +185,7 @@ def _run(
         paths=applied.paths,
         traffic=applied.traffic,
         capture=applied.capture,
+        bottleneck=applied.shared_bottleneck,
         point=dict(point),
     )
 

@@ -41,9 +41,11 @@ from mprig import (
     vm,
 )
 from mprig.batch import Batch, Cmd, Done, run_batch
+from mprig.crossflow import cross_files, cross_ready, cross_record
+from mprig.crossflow import shown as cross_shown
 from mprig.errors import HostError, MprigError, ToolMissing, UsageError
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
-from mprig.plan import Run
+from mprig.plan import Run, bottleneck_json
 from mprig.progress import Reporter
 from mprig.rig import ns3link
 from mprig.rig.host import Rig
@@ -159,7 +161,7 @@ def _kind(cmd: Cmd) -> str:
 
 def _logged(d: Done) -> dict[str, Any]:
     """run.json `commands` entry; a fused command (one tc for several) lists its parts."""
-    argv = rbpm_run.shown(d.cmd.argv)  # the controller's source text by name
+    argv = cross_shown(rbpm_run.shown(d.cmd.argv))  # programs' source text by name
     entry = {"host": d.host, "argv": argv, "returncode": d.returncode, "seconds": d.seconds}
     if d.cmd.parts:
         entry["parts"] = [list(p) for p in d.cmd.parts]
@@ -297,6 +299,8 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
+    for host, path in cross_ready(a.run, a.remote):  # receivers up before the traffic
+        waits.append((host, wait_cmd('logged "$1" "bytes"', path)))
     if cmds.server is not None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
@@ -390,6 +394,8 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
         name = traffic.blocks_file(sends) if tool == "blocks" else f"{tool}-{host}.json"
         name = apps.remote_name(tool, sends) or name
         files.setdefault(host, []).append(name)
+    for end, names in cross_files(a.run).items():
+        files.setdefault(end, []).extend(names)
     return files
 
 
@@ -490,6 +496,7 @@ class Outcome:
     rig_cpu: dict[str, Any] = field(default_factory=dict)  # run.json `rig_cpu` (headroom)
     engine: dict[str, Any] = field(default_factory=dict)  # run.json `engine` (ns-3 paths only)
     attenuation: dict[str, Any] = field(default_factory=dict)  # run.json `attenuation` (lab)
+    cross: dict[str, Any] = field(default_factory=dict)  # run.json `cross_traffic`
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
@@ -501,6 +508,7 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
         cpu = rig_cpu_reader(a)
         before = cpu()
         out.traffic_s = traffic_stage(a, cmds)
+        end = time.time()  # competing flows are measured over the traffic's window
         out.rig_cpu = rig_cpu(a, before, cpu())
     out.engine = engines.summary
     stop_stage(a, cmds)
@@ -508,6 +516,7 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
+    out.cross = cross_record(a.staging, a.run, (end - out.traffic_s, end), out.summary)
 
 
 def set_attenuation(run: Run, radios: dict[str, Any]) -> dict[str, Any]:
@@ -856,6 +865,8 @@ def make_record(
         **({"attenuation": out.attenuation} if out.attenuation else {}),
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
+        **({"cross_traffic": out.cross} if out.cross else {}),
+        **bottleneck_json(run.bottleneck),
         "hosts": hosts,
         "settings": out.settings,
         "mprig": {"version": __version__, "git": git_revision()},

@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from mprig import apps_spec, presets, sysctl_keys
+from mprig.crossspec import CrossFlow, SharedBottleneck, bottleneck_issues
 from mprig.errors import SpecError, UsageError
 from mprig.safeio import NotRegularFile, read_regular
 
@@ -180,6 +181,8 @@ class Path(StrictModel):
     # what carries the path on the virtual rig: netem (the channel model's rate and loss) or
     # ns3 (a real-time ns-3 802.11 link between the namespaces, docs/ns3-engine.md)
     engine: Literal["netem", "ns3"] = "netem"
+    # competing flows across this path (mprig/crossspec.py, docs/campaign.md)
+    cross_traffic: tuple[CrossFlow, ...] = Field(default=(), max_length=8)
 
     @model_validator(mode="after")
     def _wifi_fields(self) -> Path:
@@ -418,6 +421,7 @@ class Campaign(StrictModel):
     seed: int = Field(default=0, ge=0, le=2**32 - 1, description=_SEED)
     order: Literal["sequential", "shuffle"] = "sequential"
     references: tuple[str, ...] = ()  # reports/references entries this campaign reproduces
+    shared_bottleneck: SharedBottleneck | None = None  # paths converging on one shaped link
     _source: Source | None = PrivateAttr(default=None)  # file and lines, when read from one
 
     @model_validator(mode="after")
@@ -426,6 +430,7 @@ class Campaign(StrictModel):
             *_unique_issues("paths", [p.name for p in self.paths]),
             *_unique_issues("variants", [v.name for v in self.variants]),
             *_variant_ref_issues(self.variants, [p.name for p in self.paths]),
+            *bottleneck_issues(self.shared_bottleneck, self.paths, self.rig.inventory),
         ]
         if issues:
             raise SpecIssue.of(issues)
