@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors import apps_part, capture_part, runparts
+from collectors import apps_part, capture_part, latency_part, runparts
 from collectors.cross import cross_columns, cross_part
 from collectors.runinfo import RunInfo
 from mprig import bundle as bundles
@@ -56,7 +56,8 @@ BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "blo
 BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
 INT_COLUMNS = (*INT_METRICS, "blocks_missing", *apps_part.INT_COLUMNS)
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
-PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
+PATH_METRICS: tuple[str, ...] = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
+PATH_METRICS += latency_part.PATH_METRICS  # the latency probe's RTT quantiles and loss
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
 SERIES_COLUMNS |= {"path": "string", "subflow": "string", "value": "float64"}
 
@@ -259,6 +260,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
         "nstat": runparts.nstat_part(info),
         "blocks": runparts.blocks_part(info) if info.tool == "blocks" else runparts.Part(),
         "apps": apps_part.apps_part(info),
+        "latency": latency_part.latency_part(info),
     }
     parts["cross"] = cross_part(info, parts["iperf3"].metrics.get("iperf3_bps"))
     problems += [p for part in parts.values() for p in part.problems]
@@ -304,6 +306,7 @@ def metrics_doc(
     row |= parts["cross"].metrics.get("columns", {})  # competing flows (collectors/cross.py)
     throughput, source = _path_throughput(info, cap, ss_p.get("paths", {}))
     row |= path_columns(info, throughput, ss_p.get("paths", {}), cap.get("path_wire_bps"))
+    row |= parts["latency"].metrics.get("columns", {})
     return {
         "format": FORMAT,
         "run_id": info.run_id,
@@ -319,6 +322,7 @@ def metrics_doc(
         "bulk": parts["iperf3"].metrics.get("bulk"),
         "blocks": parts["blocks"].metrics.get("blocks"),
         "apps": parts["apps"].metrics.get("apps"),
+        "latency": parts["latency"].metrics.get("latency"),
         "nstat": nstat,
         **kernel_ofo(cap.get("receiver_ooo"), nstat.get(info.receiver, {})),
     }

@@ -44,6 +44,10 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "frame_delay_p99_s": "lower",
     "frame_miss_ratio": "lower",
     "frame_misses": "lower",
+    "ping_p50_ms": "lower",  # latency under load: the probe's RTT quantiles and loss
+    "ping_p95_ms": "lower",
+    "ping_p99_ms": "lower",
+    "ping_loss_pct": "lower",
     "jain_index": "higher",  # competing flows (collectors/cross.py): fairness across them
     "main_share": "neutral",  # the connection's share: its right value depends on the setup
     "cross_bps": "neutral",  # a competing flow's throughput describes the run

@@ -203,7 +203,8 @@ def expected(
     endpoints = tuple(sorted(_endpoint(link, links) for link in knobs.used_links(variant, links)))
     out["client"] = dataclasses.replace(out["client"], endpoints=endpoints)
     for host, argv in setup:
-        if argv[:3] == ["tc", "qdisc", "replace"] and host in out:
+        # the root qdisc (an AQM tree's children, `parent` ...: mprig/aqm.py checks them)
+        if argv[:3] == ["tc", "qdisc", "replace"] and "root" in argv and host in out:
             dev = argv[argv.index("dev") + 1]
             kind = argv[argv.index("root") + 1]
             devs = {d: dict(v) for d, v in out[host].devices.items()}
