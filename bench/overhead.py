@@ -1,6 +1,6 @@
 """Per-run orchestration overhead of `mprig run`: wall time minus traffic time.
 
-    .venv/bin/python -m bench.overhead [--campaign experiments/smoke.yaml] [--no-vm-mode]
+    .venv/bin/python -m bench.overhead [--campaign FILE] [--no-vm-mode] [--no-native]
     .venv/bin/python -m bench.overhead --from-results results/smoke --wall 507
 
 Runs a campaign (by default the smoke campaign's plan: 2 paths, MPTCP and single-path TCP
@@ -96,6 +96,7 @@ def main() -> int:
         help="the campaign whose plan is measured (default: experiments/smoke.yaml)",
     )
     parser.add_argument("--no-vm-mode", action="store_true", help="skip the VM mode measurement")
+    parser.add_argument("--no-native", action="store_true", help="skip the native measurement")
     parser.add_argument(
         "--from-results",
         type=Path,
@@ -120,7 +121,9 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     spec = args.campaign.resolve()
     ok, measured = True, False
-    if vm.netem_available():
+    if args.no_native:
+        pass
+    elif vm.netem_available():
         measured = True
         native = report("native", *run_campaign(spec, "--no-vm"), TARGET_NATIVE_S)
         ok &= native <= TARGET_NATIVE_S
