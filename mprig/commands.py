@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from mprig import apps, capture, impair, knobs, rbpm_run, traffic, wifi
+from mprig import apps, capture, impair, knobs, latency, rbpm_run, traffic, wifi
 from mprig.bottleneck import setup_commands as bottleneck_setup
 from mprig.bottleneck import teardown_commands as bottleneck_teardown
 from mprig.crossflow import background as cross_background
@@ -92,6 +92,7 @@ def build(
         background.append(("client", ctl, rbpm_run.STDOUT))
         teardown += rbpm_run.restore_commands(run.variant, links)
     background += cross_background(run, links, server_addr, partial(remote_dir, rig, run.run_id))
+    background += latency.background(run.traffic, [by_name[p.name] for p in run.paths], server_addr)
     setup += bottleneck_setup(run.bottleneck, links)
     teardown += bottleneck_teardown(run.bottleneck, links)
     return RunCommands(setup, server, client, teardown, background)
@@ -179,7 +180,7 @@ def for_run(
         (snd, capture.ss_sampler_argv()),
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
         *([apps.shown(c.server)] if c.server else []),
-        *[(h, cross_shown(rbpm_run.shown(argv))) for h, argv, _ in c.background],
+        *[(h, latency.shown(cross_shown(rbpm_run.shown(argv)))) for h, argv, _ in c.background],
         apps.shown(c.client),
         *c.teardown,
     ]

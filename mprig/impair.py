@@ -11,6 +11,7 @@ import os
 import shlex
 from collections.abc import Sequence
 
+from mprig import aqm, netemspec
 from mprig.batch import Cmd
 from mprig.rig.host import PathLink
 from mprig.spec import Direction, Path
@@ -35,24 +36,31 @@ def netem_limit(d: Direction) -> int:
 
 
 def netem_args(d: Direction) -> list[str]:
-    """The netem parameters of one direction, as tc arguments."""
+    """The netem parameters of one direction, as tc arguments (with `aqm`, the rate is the
+    shaper's below netem: mprig/aqm.py)."""
     args = ["delay", f"{_num(d.delay_ms)}ms"]
     if d.jitter_ms:
         args.append(f"{_num(d.jitter_ms)}ms")
+    if d.jitter_ms and d.jitter_dist not in (None, "uniform"):
+        args += ["distribution", str(d.jitter_dist)]
     if d.loss_pct:
         args += ["loss", f"{_num(d.loss_pct)}%"]
+    if netemspec.ge_on(d):
+        probs = (d.ge_p_pct, d.ge_r_pct, d.ge_bad_loss_pct, d.ge_good_loss_pct)
+        args += ["loss", "gemodel", *(f"{_num(p)}%" for p in probs)]
     if d.reorder_pct:
         args += ["reorder", f"{_num(d.reorder_pct)}%"]
-    args += ["rate", f"{_num(d.rate_mbit)}mbit", "limit", str(netem_limit(d))]
-    return args
+    if d.aqm is None:
+        args += ["rate", f"{_num(d.rate_mbit)}mbit"]
+    return [*args, "limit", str(netem_limit(d))]
 
 
 def apply_commands(path: Path, link: PathLink) -> list[tuple[str, list[str]]]:
     """(host, argv) that impair one path: download on router_client_if, upload on
     router_server_if."""
     return [
-        (link.router, _replace(link.router_client_if, path.down)),
-        (link.router, _replace(link.router_server_if, path.up)),
+        *[(link.router, argv) for argv in _replace(link.router_client_if, path.down)],
+        *[(link.router, argv) for argv in _replace(link.router_server_if, path.up)],
     ]
 
 
@@ -61,11 +69,14 @@ def apply_commands(path: Path, link: PathLink) -> list[tuple[str, list[str]]]:
 STANDIN_ENV = "MPRIG_BENCH_TBF_FOR_NETEM"
 
 
-def _replace(dev: str, d: Direction) -> list[str]:
-    if os.environ.get(STANDIN_ENV) == "1":
-        tbf = ["tbf", "rate", f"{_num(d.rate_mbit)}mbit", "burst", "32kb", "latency", "400ms"]
-        return ["tc", "qdisc", "replace", "dev", dev, "root", *tbf]
-    return ["tc", "qdisc", "replace", "dev", dev, "root", "netem", *netem_args(d)]
+def _replace(dev: str, d: Direction) -> list[list[str]]:
+    rate = f"{_num(d.rate_mbit)}mbit"
+    if os.environ.get(STANDIN_ENV) == "1":  # no AQM either: such a kernel has none
+        tbf = ["tbf", "rate", rate, "burst", "32kb", "latency", "400ms"]
+        return [["tc", "qdisc", "replace", "dev", dev, "root", *tbf]]
+    if d.aqm is not None:
+        return aqm.tree_argvs(dev, d.aqm, (d.rate_mbit, rate), d.limit_pkts, netem_args(d))
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "netem", *netem_args(d)]]
 
 
 def clear_commands(link: PathLink) -> list[tuple[str, list[str]]]:

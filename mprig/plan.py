@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mprig import netemspec
 from mprig.crossspec import SharedBottleneck
 from mprig.spec import (
     Campaign,
@@ -149,9 +150,10 @@ def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
 
 def path_json(path: Path) -> dict[str, Any]:
     """A path as plain JSON; no `cross_traffic` key when it has none, so adding the key
-    kept every earlier run id."""
+    kept every earlier run id (nor queue keys at their default: netemspec.hashed)."""
     unused = {"cross_traffic"} if not path.cross_traffic else None
-    return path.model_dump(mode="json", exclude=unused)
+    dump = path.model_dump(mode="json", exclude=unused)
+    return netemspec.hashed(dump)
 
 
 def bottleneck_json(b: SharedBottleneck | None) -> dict[str, Any]:
@@ -162,7 +164,7 @@ def bottleneck_json(b: SharedBottleneck | None) -> dict[str, Any]:
 def _unused(traffic: Traffic) -> set[str]:
     """The workload tools' fields when another tool leaves them unset: left out of the
     hash, so adding them kept every earlier run id."""
-    keys = ("block_bytes", "interval_ms", "requests", "cbr")
+    keys = ("block_bytes", "interval_ms", "requests", "cbr", "ping_interval_ms")
     return {k for k in keys if getattr(traffic, k) is None}
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from mprig import (
     __version__,
     apps,
+    aqm,
     batch,
     bundle,
     capture,
@@ -36,6 +37,7 @@ from mprig import (
     impair,
     isolation,
     knobs,
+    latency,
     rbpm_run,
     traffic,
     vm,
@@ -161,7 +163,7 @@ def _kind(cmd: Cmd) -> str:
 
 def _logged(d: Done) -> dict[str, Any]:
     """run.json `commands` entry; a fused command (one tc for several) lists its parts."""
-    argv = cross_shown(rbpm_run.shown(d.cmd.argv))  # programs' source text by name
+    argv = latency.shown(cross_shown(rbpm_run.shown(d.cmd.argv)))  # programs' source by name
     entry = {"host": d.host, "argv": argv, "returncode": d.returncode, "seconds": d.seconds}
     if d.cmd.parts:
         entry["parts"] = [list(p) for p in d.cmd.parts]
@@ -268,6 +270,9 @@ def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None
     for host in isolation.KNOB_HOSTS:
         values = got[host].sysctls
         out.sysctls[host] = {k: values[k] for k in own if k in values}
+    snaps = {r: a.output(r, impair.snapshot_argv()) for r in a.routers}
+    if wrong := aqm.record_trees(cmds.setup, snaps, out.settings):  # the AQM trees read back
+        raise RunFailed(f"qdiscs differ from the spec: {'; '.join(wrong)}", transient=False)
     if a.baseline is None:
         return
     want = isolation.expected(a.baseline.hosts, a.run.variant, a.rig.paths, cmds.setup)
@@ -396,6 +401,7 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
         files.setdefault(host, []).append(name)
     for end, names in cross_files(a.run).items():
         files.setdefault(end, []).extend(names)
+    files["client"] += latency.files(a.run.traffic, [p.name for p in a.run.paths])
     return files
 
 
@@ -516,6 +522,7 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
+    out.summary |= latency.run_summary(a.staging, a.run, (end - out.traffic_s, end))
     out.cross = cross_record(a.staging, a.run, (end - out.traffic_s, end), out.summary)
 
 

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from mprig import apps_spec, presets, sysctl_keys
+from mprig import apps_spec, netemspec, presets, sysctl_keys
 from mprig.crossspec import CrossFlow, SharedBottleneck, bottleneck_issues
 from mprig.errors import SpecError, UsageError
 from mprig.safeio import NotRegularFile, read_regular
@@ -126,6 +126,7 @@ _OMIT = "an hour of warm-up"
 _BYTES = "1 TiB"
 _BLOCK = "16 bytes carry the block's number and send time; 1 MB is far past any application write"
 _INTERVAL = "a block a minute; 0 writes back to back"
+_PING = "100 probes a second per path at most (they load the path too); one each 10 s at least"
 BLOCK_BYTES_DEFAULT = 8192  # seed 004 Fig. 7: 8 KB blocks
 _SNAPLEN = (
     "Linux cooked header 20 + IPv4 header up to 60 + TCP header with the full 40 bytes of"
@@ -139,8 +140,9 @@ _SEED = "a 32-bit seed"
 ChannelModel = Literal["ns3-default", "seed000", "seed003"]
 
 
-class Direction(StrictModel):
-    """Impairment of one direction of a path (applied with tc netem on its router)."""
+class Direction(netemspec.QueueKnobs, StrictModel):
+    """Impairment of one direction of a path (applied with tc netem on its router); the
+    queue discipline and loss model fields come from netemspec.QueueKnobs."""
 
     rate_mbit: float = Field(gt=0, le=100_000, description=_RATE)  # bottleneck rate, Mbit/s
     delay_ms: float = Field(default=0, ge=0, le=10_000, description=_DELAY)  # one-way delay
@@ -152,6 +154,8 @@ class Direction(StrictModel):
 
     @model_validator(mode="after")
     def _reorder_needs_delay(self) -> Direction:
+        if issues := netemspec.direction_issues(self):
+            raise SpecIssue.of(issues)
         if self.reorder_pct and not self.delay_ms:
             raise SpecIssue(
                 ("reorder_pct",), "reordering needs a delay to overtake: set delay_ms > 0"
@@ -159,7 +163,8 @@ class Direction(StrictModel):
         return self
 
 
-DIRECTION_FIELDS: tuple[str, ...] = tuple(Direction.model_fields)
+# netem's own fields first, then the queue and loss model's (listed so in errors)
+DIRECTION_FIELDS = tuple(sorted(Direction.model_fields, key=netemspec.FIELDS.__contains__))
 
 
 class Path(StrictModel):
@@ -191,6 +196,8 @@ class Path(StrictModel):
             for key in ("distance_m", "wifi_standard", "channel_model")
             if self.kind != "wifi" and getattr(self, key) is not None
         ]
+        if self.distance_m is not None:
+            issues += netemspec.wifi_model_issues(self.down, self.up)
         if self.engine == "ns3" and (why := _ns3_issue(self)):
             issues.append((("engine",), why))
         if issues:
@@ -211,7 +218,8 @@ class Path(StrictModel):
         return rest
 
 
-NETEM_ONLY_FIELDS = ("delay_ms", "jitter_ms", "loss_pct", "reorder_pct")
+NETEM_ONLY_FIELDS: tuple[str, ...] = ("delay_ms", "jitter_ms", "loss_pct", "reorder_pct")
+NETEM_ONLY_FIELDS += ("aqm", "jitter_dist", "ge_p_pct")
 
 
 def _ns3_issue(path: Path) -> str:
@@ -302,6 +310,9 @@ class Traffic(StrictModel):
     interval_ms: float | None = Field(default=None, ge=0, le=60_000, description=_INTERVAL)
     requests: apps_spec.Requests | None = None  # requests: mprig/apps_spec.py, docs/campaign.md
     cbr: apps_spec.Cbr | None = None  # cbr: the stream's rate, frames and deadline
+    # latency probe: an ICMP echo from the client over every path each this many ms, during
+    # the whole run (mprig/latency.py); None: no probe
+    ping_interval_ms: float | None = Field(default=None, ge=10, le=10_000, description=_PING)
 
     @model_validator(mode="before")
     @classmethod
