@@ -421,7 +421,7 @@ def fetch_stage(a: Attempt) -> None:
                 a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
             except HostError as e:
                 raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
-            with tarfile.open(tar) as t:
+            with tarfile.open(tar, "r:") as t:  # "r:*" would import gzip, bz2, lzma
                 for name in files[host]:
                     src = t.extractfile(name)
                     if src is None:
@@ -530,9 +530,11 @@ def set_attenuation(run: Run, radios: dict[str, Any]) -> dict[str, Any]:
     """Set each attenuated Wi-Fi path to its `distance_m` (the channel model's PL(d) -
     PL(physical_m); 0 dB without a distance), read it back, and return run.json
     `attenuation`; RunFailed when the attenuator reads back another value."""
+    out: dict[str, Any] = {}
+    if not radios:  # the attenuator's module (urllib, ssl) costs a second under VM emulation
+        return out
     from mprig.attenuator import attenuation_for_distance
 
-    out: dict[str, Any] = {}
     for path in run.paths:
         if (radio := radios.get(path.name)) is None:
             continue
