@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from mprig import apps, capture, impair, knobs, latency, rbpm_run, traffic, wifi
+from mprig import apps, capture, impair, knobs, latency, rbpm_run, timeline, traffic, wifi
 from mprig.bottleneck import setup_commands as bottleneck_setup
 from mprig.bottleneck import teardown_commands as bottleneck_teardown
 from mprig.crossflow import background as cross_background
@@ -30,6 +30,8 @@ class RunCommands:
     teardown: list[Command]  # qdiscs removed (failures there are expected and ignored)
     # helpers running beside the traffic, (host, argv, log name): the RBPM controller
     background: list[tuple[str, list[str], str]] = field(default_factory=list)
+    # timed agents started beside the traffic client, (host, argv, log name): mprig/timeline.py
+    timed: list[tuple[str, list[str], str]] = field(default_factory=list)
 
 
 def remote_root(rig: str) -> str:
@@ -95,7 +97,9 @@ def build(
     background += latency.background(run.traffic, [by_name[p.name] for p in run.paths], server_addr)
     setup += bottleneck_setup(run.bottleneck, links)
     teardown += bottleneck_teardown(run.bottleneck, links)
-    return RunCommands(setup, server, client, teardown, background)
+    teardown += timeline.restore_steps(run.timeline, links)
+    timed = timeline.agents(run, links)
+    return RunCommands(setup, server, client, teardown, background, timed)
 
 
 def _traffic(
@@ -181,6 +185,7 @@ def for_run(
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
         *([apps.shown(c.server)] if c.server else []),
         *[(h, latency.shown(cross_shown(rbpm_run.shown(argv)))) for h, argv, _ in c.background],
+        *[(h, timeline.shown(argv)) for h, argv, _ in c.timed],
         apps.shown(c.client),
         *c.teardown,
     ]

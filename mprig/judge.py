@@ -25,6 +25,7 @@ from mprig.plan import Run
 from mprig.rig.layout import MAX_PATHS, layout
 from mprig.spec import Campaign, Loc, Path, SpecIssue, Traffic, Variant, campaign_error
 from mprig.spec import load_campaign as _load
+from mprig.timeline_spec import timeline_issues
 
 
 def plan_file(path: str | FsPath) -> tuple[Campaign, list[Run]]:
@@ -120,6 +121,8 @@ class _Issues:
         clean &= self._once(run, ("variants", j), key, lambda: variant_issues(run.variant))
         key = _key(run.traffic) + "".join(_key(p) for p in run.paths)
         clean &= self._once(run, ("traffic",), key, lambda: traffic_issues(run.traffic, run.paths))
+        if run.timeline:  # a swept duration_s can end the traffic before an event
+            clean &= self._once(run, ("timeline",), key, lambda: _timeline_issues(run))
         if clean and ("<every run>" in self.assembled or run.variant.name not in self.assembled):
             self.assembled.add(run.variant.name)
             self._commands(run)
@@ -198,6 +201,12 @@ def path_issues(path: Path) -> list[tuple[Loc, str]]:
         except (ValueError, ArithmeticError) as e:
             issues.append(((), f"the Wi-Fi model fails: {e}"))
     return issues
+
+
+def _timeline_issues(run: Run) -> list[tuple[Loc, str]]:
+    """The campaign's check of its events against this run's paths and duration."""
+    found = timeline_issues(run.timeline, run.paths, run.traffic.duration_s)
+    return [(loc[1:], message) for loc, message in found]
 
 
 def variant_issues(variant: Variant) -> list[tuple[Loc, str]]:

@@ -25,6 +25,7 @@ from mprig.spec import (
     describe_validation,
     sweep_points,
 )
+from mprig.timeline_spec import Event
 
 MAX_LISTED = 10  # sweep points named per problem; the rest are counted
 
@@ -42,6 +43,7 @@ class Run:
     traffic: Traffic
     capture: Capture
     point: dict[str, Any] = field(default_factory=dict)  # sweep axis -> value of this run
+    timeline: tuple[Event, ...] = ()  # the campaign's mid-run events (mprig/timeline.py)
     bottleneck: SharedBottleneck | None = None  # paths converging on one shaped link
     # from the campaign seed and the repetition only: every variant and sweep point of a
     # repetition draws the same workload (traffic tool requests: the same response sizes)
@@ -61,6 +63,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "traffic": run.traffic.model_dump(mode="json"),
         "capture": run.capture.model_dump(mode="json"),
         **bottleneck_json(run.bottleneck),
+        **timeline_json(run.timeline),
     }
 
 
@@ -144,6 +147,7 @@ def _canonical(applied: Campaign, point: dict[str, Any]) -> dict[str, Any]:
         "traffic": applied.traffic.model_dump(mode="json", exclude=_unused(applied.traffic)),
         "capture": applied.capture.model_dump(mode="json"),
         **bottleneck_json(applied.shared_bottleneck),
+        **timeline_json(applied.timeline),
         "point": point,
     }
 
@@ -153,7 +157,14 @@ def path_json(path: Path) -> dict[str, Any]:
     kept every earlier run id (nor queue keys at their default: netemspec.hashed)."""
     unused = {"cross_traffic"} if not path.cross_traffic else None
     dump = path.model_dump(mode="json", exclude=unused)
+    if path.trace is None:
+        dump.pop("trace", None)  # no trace: no key, so adding it kept every earlier run id
     return netemspec.hashed(dump)
+
+
+def timeline_json(events: tuple[Event, ...]) -> dict[str, Any]:
+    """`timeline` for a campaign that has one (absent otherwise: earlier run ids hold)."""
+    return {"timeline": [e.model_dump(mode="json") for e in events]} if events else {}
 
 
 def bottleneck_json(b: SharedBottleneck | None) -> dict[str, Any]:
@@ -188,6 +199,7 @@ def _run(
         traffic=applied.traffic,
         capture=applied.capture,
         bottleneck=applied.shared_bottleneck,
+        timeline=applied.timeline,
         point=dict(point),
     )
 

@@ -39,6 +39,7 @@ from mprig import (
     knobs,
     latency,
     rbpm_run,
+    timeline,
     traffic,
     vm,
 )
@@ -164,6 +165,7 @@ def _kind(cmd: Cmd) -> str:
 def _logged(d: Done) -> dict[str, Any]:
     """run.json `commands` entry; a fused command (one tc for several) lists its parts."""
     argv = latency.shown(cross_shown(rbpm_run.shown(d.cmd.argv)))  # programs' source by name
+    argv = timeline.shown(argv)
     entry = {"host": d.host, "argv": argv, "returncode": d.returncode, "seconds": d.seconds}
     if d.cmd.parts:
         entry["parts"] = [list(p) for p in d.cmd.parts]
@@ -232,11 +234,12 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     base = a.baseline.hosts if a.baseline else {}
     setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
     for host, argv in setup:
-        b.add(host, Cmd(argv))
+        shows = knobs.set_and_show(argv) if host in isolation.KNOB_HOSTS else None
+        b.add(host, Cmd(shows, parts=(tuple(argv),)) if shows else Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
     for host in isolation.KNOB_HOSTS:  # routers: read from their snapshot (check_settings)
-        b.add(host, Cmd(read_settings_argv(a, host)))
+        b.add(host, Cmd(read_settings_argv(a, host, cmds)))
     for host in ("client", "server"):
         b.add(host, Cmd(capture.nstat_argv()))
     waits += add_starts(a, cmds, b)
@@ -249,19 +252,33 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         a.save(f"nstat-{host}-before.txt", a.output(host, capture.nstat_argv()))
 
 
-def read_settings_argv(a: Attempt, host: str) -> list[str]:
-    """The command reading back host's settings (without a baseline: the variant's sysctls)."""
+def read_settings_argv(
+    a: Attempt, host: str, cmds: commands.RunCommands | None = None
+) -> list[str]:
+    """The command reading back host's settings (without a baseline: the variant's sysctls;
+    not the MPTCP limits and endpoints where the set-up's `ip` shows them, mptcp_setter)."""
+    mptcp = cmds is None or mptcp_setter(cmds, host) is None
     if a.baseline is not None:
-        return a.baseline.read_argv(host, offloads=False)
+        return a.baseline.read_argv(host, offloads=False, mptcp=mptcp)
     keys = list(knobs.sysctls(a.run.variant)) if host in isolation.KNOB_HOSTS else []
-    return isolation.read_argv(keys, [])
+    return isolation.read_argv(keys, [], mptcp=mptcp)
+
+
+def mptcp_setter(cmds: commands.RunCommands, host: str) -> list[str] | None:
+    """The last set-up command on host that sets MPTCP limits or endpoints, if any: the
+    set-up runs it as knobs.set_and_show, whose output is the read-back of both."""
+    found = [argv for h, argv in cmds.setup if h == host and knobs.set_and_show(argv)]
+    return found[-1] if found and host in isolation.KNOB_HOSTS else None
 
 
 def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """Record the settings read back after the variant was applied; RunFailed naming every
     difference from what the spec (on top of the baseline) asks for."""
-    knob_hosts = isolation.KNOB_HOSTS
-    got = {h: isolation.parse(a.output(h, read_settings_argv(a, h))) for h in knob_hosts}
+    got: dict[str, isolation.HostSettings] = {}
+    for h in isolation.KNOB_HOSTS:
+        got[h] = isolation.parse(a.output(h, read_settings_argv(a, h, cmds)))
+        if (setter := mptcp_setter(cmds, h)) is not None:
+            got[h] = isolation.with_mptcp(got[h], a.output(h, setter))
     for router in a.routers:
         devs = a.baseline.devices.get(router, []) if a.baseline else []
         got[router] = isolation.from_qdiscs(a.output(router, impair.snapshot_argv()), devs)
@@ -331,8 +348,10 @@ def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
     host, argv = cmds.client
     limit = traffic.timeout_s(a.run.traffic)
     b = Batch()
+    for h, agent, log in cmds.timed:  # started with the client: the timeline's t = 0
+        b.add(h, Cmd(agent, log=f"{a.remote(h)}/{log}"))
     b.add(host, Cmd(argv, timeout=limit, check=False, enforce_timeout=True))
-    d = a.stage("traffic", b)[host][0]
+    d = a.stage("traffic", b)[host][-1]
     if d.returncode == -9:
         raise RunFailed(
             f"{host}: traffic hung past its {limit:.0f} s timeout; killed", transient=True
@@ -402,6 +421,8 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     for end, names in cross_files(a.run).items():
         files.setdefault(end, []).extend(names)
     files["client"] += latency.files(a.run.traffic, [p.name for p in a.run.paths])
+    for h, log in timeline.logs(a.run, a.rig.paths).items():
+        files.setdefault(h, []).append(log)
     return files
 
 
@@ -503,6 +524,7 @@ class Outcome:
     engine: dict[str, Any] = field(default_factory=dict)  # run.json `engine` (ns-3 paths only)
     attenuation: dict[str, Any] = field(default_factory=dict)  # run.json `attenuation` (lab)
     cross: dict[str, Any] = field(default_factory=dict)  # run.json `cross_traffic`
+    timeline: dict[str, Any] = field(default_factory=dict)  # run.json `timeline` (timing held)
 
 
 def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
@@ -524,6 +546,7 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.summary = summarise(a)
     out.summary |= latency.run_summary(a.staging, a.run, (end - out.traffic_s, end))
     out.cross = cross_record(a.staging, a.run, (end - out.traffic_s, end), out.summary)
+    out.timeline = timeline.record(a.staging, a.run, a.rig.paths)
 
 
 def set_attenuation(run: Run, radios: dict[str, Any]) -> dict[str, Any]:
@@ -875,6 +898,7 @@ def make_record(
         "timings": {"traffic_s": round(out.traffic_s, 3), "stages": a.stage_s},
         "summary": out.summary,
         **({"cross_traffic": out.cross} if out.cross else {}),
+        **({"timeline": out.timeline} if out.timeline else {}),
         **bottleneck_json(run.bottleneck),
         "hosts": hosts,
         "settings": out.settings,

@@ -34,6 +34,7 @@ from mprig import apps_spec, netemspec, presets, sysctl_keys
 from mprig.crossspec import CrossFlow, SharedBottleneck, bottleneck_issues
 from mprig.errors import SpecError, UsageError
 from mprig.safeio import NotRegularFile, read_regular
+from mprig.timeline_spec import MAX_EVENTS, Event, TraceRef, fill_trace_rate, timeline_issues
 
 MAX_RUNS = 100_000  # plan size cap: a campaign expanding to more runs is an error
 MAX_FILE_BYTES = 64 * 1024  # a campaign file is small; larger input is refused unread
@@ -186,6 +187,7 @@ class Path(StrictModel):
     # what carries the path on the virtual rig: netem (the channel model's rate and loss) or
     # ns3 (a real-time ns-3 802.11 link between the namespaces, docs/ns3-engine.md)
     engine: Literal["netem", "ns3"] = "netem"
+    trace: TraceRef | None = None  # a Mahimahi trace replayed as the rate (timeline_spec.py)
     # competing flows across this path (mprig/crossspec.py, docs/campaign.md)
     cross_traffic: tuple[CrossFlow, ...] = Field(default=(), max_length=8)
 
@@ -203,6 +205,14 @@ class Path(StrictModel):
         if issues:
             raise SpecIssue.of(issues)
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_rate(cls, data: Any) -> Any:
+        try:
+            return fill_trace_rate(data)
+        except ValueError as e:
+            raise SpecIssue(("trace",), str(e)) from None
 
     @model_validator(mode="before")
     @classmethod
@@ -433,6 +443,7 @@ class Campaign(StrictModel):
     order: Literal["sequential", "shuffle"] = "sequential"
     references: tuple[str, ...] = ()  # reports/references entries this campaign reproduces
     shared_bottleneck: SharedBottleneck | None = None  # paths converging on one shaped link
+    timeline: tuple[Event, ...] = Field(default=(), max_length=MAX_EVENTS)  # mid-run events
     _source: Source | None = PrivateAttr(default=None)  # file and lines, when read from one
 
     @model_validator(mode="after")
@@ -441,6 +452,7 @@ class Campaign(StrictModel):
             *_unique_issues("paths", [p.name for p in self.paths]),
             *_unique_issues("variants", [v.name for v in self.variants]),
             *_variant_ref_issues(self.variants, [p.name for p in self.paths]),
+            *timeline_issues(self.timeline, self.paths, self.traffic.duration_s),
             *bottleneck_issues(self.shared_bottleneck, self.paths, self.rig.inventory),
         ]
         if issues:

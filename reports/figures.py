@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig import fsio
+from reports import timeline_fig
 from reports.results import Results, fmt_value, point_label, short_axis
 from reports.stats import summary_ci
 from reports.tables import PAPER_METRICS, RATE_METRICS, Display
@@ -473,6 +474,8 @@ def run_events(
     started = (results.bundles.get(run_id, {}).get("timings") or {}).get("started")
     if log.is_file() and isinstance(started, int | float):
         events += rbpm_events(log.read_text(errors="replace"), float(started), str(log))
+    if isinstance(started, int | float):  # the timeline's applied changes (mprig/timeline.py)
+        events += [Event(t, k, "") for t, k in timeline_fig.run_events(log.parent, started)]
     return events
 
 
@@ -513,6 +516,8 @@ def timeseries_figures(results: Results, out: Path) -> list[Plot]:
         events = tuple(run_events(results, str(run["run_id"]), ts))
         for ax, (s, label, scale) in zip(fig.axes, panels, strict=False):
             _plot_series(ax, ts[s], label, scale, xlim, traffic, events)
+            if s == "throughput_bps":
+                timeline_fig.overlay_capacity(ax, results.bundles.get(str(run["run_id"]), {}))
         point = {a: run[a] for a in results.axes}
         title = f"{run['run_id']}: {run['variant']}, {point_label(point)}"
         plots.append(_save(fig, out, f"timeseries_{run['run_id']}", title))

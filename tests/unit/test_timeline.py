@@ -1,0 +1,159 @@
+"""A run's timeline as the runner applies it (mprig/timeline.py): per-host schedules of tc
+and ip lines from traces and events, the timed agent (with stand-in tc and ip on PATH that
+record what they are given), the timing summary, and the report's reading of both."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mprig import plan, timeline
+from mprig.errors import UsageError
+from mprig.impair import STANDIN_ENV
+from mprig.rig.layout import layout
+from mprig.spec import parse_campaign
+from reports import timeline_fig
+
+ALT = Path(__file__).parents[2] / "experiments" / "traces" / "alt-4-12.trace"
+HEAD = f"""\
+name: t
+paths:
+  - {{name: wifi, kind: wifi, trace: {ALT}, up: {{rate_mbit: 20}}, delay_ms: 5}}
+  - {{name: cell, kind: cellular, rate_mbit: 10, delay_ms: 40}}
+  - {{name: far, kind: wifi, rate_mbit: 54, distance_m: 10, wifi_standard: 11g}}
+variants: [{{name: mptcp}}, {{name: tcp, protocol: tcp, path: cell}}]
+traffic: {{duration_s: 8}}
+"""
+
+
+def steps(events: str, variant: int = 0) -> dict[str, list[timeline.Step]]:
+    runs = plan.expand(parse_campaign(HEAD + "timeline:\n" + events, "c.yaml"))
+    run = next(r for r in runs if r.variant.name == ("mptcp", "tcp")[variant])
+    links = layout(run.paths)
+    return timeline.schedules(run.paths, links, run.timeline, run.variant, 8)
+
+
+def test_the_trace_becomes_netem_changes_with_the_whole_direction_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(STANDIN_ENV, raising=False)
+    got = steps("  - {at_s: 3, path: wifi, action: set, delay_ms: 50, direction: down}\n")
+    assert [(t, line) for t, _, line, _ in got["ap"]] == [
+        (0.0, "qdisc change dev lan0 root netem delay 5ms rate 3.984mbit limit 1002"),
+        (2.0, "qdisc change dev lan0 root netem delay 5ms rate 12mbit limit 1005"),
+        (3.0, "qdisc change dev lan0 root netem delay 50ms rate 12mbit limit 1050"),
+        (4.0, "qdisc change dev lan0 root netem delay 50ms rate 3.984mbit limit 1017"),
+        (6.0, "qdisc change dev lan0 root netem delay 50ms rate 12mbit limit 1050"),
+    ]  # the limit holds the delay line at each rate (impair.netem_limit)
+    assert got["ap"][2][3] == "set wifi: delay_ms 50 (down)"
+    assert set(got) == {"ap"}  # the other paths do not change
+
+
+def test_the_tbf_stand_in_changes_its_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(STANDIN_ENV, "1")
+    got = steps("  - {at_s: 1, path: cell, action: set, rate_mbit: 2}\n")
+    assert [line for _, _, line, _ in got["cell"]] == [
+        "qdisc change dev lan0 root tbf rate 2mbit burst 32kb latency 400ms",
+        "qdisc change dev wan0 root tbf rate 2mbit burst 32kb latency 400ms",
+    ]
+
+
+def test_link_and_handover_events() -> None:
+    events = (
+        "  - {at_s: 1, path: cell, action: down}\n"
+        "  - {at_s: 2, path: cell, action: up}\n"
+        "  - {at_s: 3, path: cell, action: handover, gap_s: 0.5}\n"
+    )
+    got = steps(events)
+    assert [(t, tool, line) for t, tool, line, _ in got["cell"]] == [
+        (1.0, "ip", "link set dev lan0 down"),
+        (2.0, "ip", "link set dev lan0 up"),
+    ]
+    assert [(t, line) for t, _, line, _ in got["client"]] == [
+        (3.0, "mptcp endpoint delete id 2"),
+        (3.5, "mptcp endpoint add 10.2.1.2 dev wwan0 id 2 subflow"),
+    ]
+    assert "client" not in steps(events, variant=1)  # a tcp run has no endpoint to move
+
+
+def test_a_walk_moves_through_the_channel_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STANDIN_ENV, raising=False)
+    got = steps("  - {at_s: 1, path: far, action: walk, to_m: 90, over_s: 2}\n")
+    down = [(t, label, line) for t, _, line, label in got["r3"] if label.endswith("(down)")]
+    assert [(t, label) for t, label, _ in down] == [
+        (1.5, "walk far: 30 m (down)"), (2.0, "walk far: 50 m (down)"),
+        (2.5, "walk far: 70 m (down)"), (3.0, "walk far: 90 m (down)"),
+    ]  # fmt: skip
+    rates = [float(line.split(" rate ")[1].split("mbit")[0]) for _, _, line in down]
+    assert rates == sorted(rates, reverse=True) and rates[0] > rates[-1], rates
+    assert " loss " in down[-1][2], down[-1]  # at 90 m the model loses frames
+
+
+def test_too_long_a_schedule_is_refused() -> None:
+    many = [(i / 10, "tc", "qdisc change dev lan0 root tbf rate 1mbit", "x") for i in range(2000)]
+    with pytest.raises(UsageError, match="raise the trace's bin_ms"):
+        timeline.agent_argv(many)
+
+
+def _stand_ins(tmp_path: Path) -> dict[str, str]:
+    """tc and ip that append `<tool> <args>|<stdin>` to tmp_path/calls and exit 0 (ip
+    exits 2 for a line saying `fail`)."""
+    for tool in ("tc", "ip"):
+        exe = tmp_path / tool
+        exe.write_text(
+            f'#!/bin/sh\nin=$(cat)\nprintf "%s\\n" "{tool} $*|$(echo "$in" | tr "\\n" ";")"'
+            f' >> {tmp_path}/calls\ncase "$in" in *fail*) echo bad >&2; exit 2;; esac\n'
+        )
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+
+def test_the_agent_batches_each_moment_and_logs_every_change(tmp_path: Path) -> None:
+    plan_ = [
+        (0.0, "tc", "qdisc change dev a root tbf rate 1mbit", "trace p: 1 Mbit/s (down)"),
+        (0.0, "tc", "qdisc change dev b root tbf rate 1mbit", "trace p: 1 Mbit/s (up)"),
+        (0.0, "ip", "link set dev a down", "link down p"),
+        (0.2, "ip", "fail", "link up p"),
+    ]
+    argv = timeline.agent_argv(plan_)
+    done = subprocess.run(argv, env=_stand_ins(tmp_path), capture_output=True, text=True,
+                          timeout=30, check=True)  # fmt: skip
+    calls = (tmp_path / "calls").read_text().split("\n")
+    assert [c for c in calls if c] == [
+        "tc -force -batch -|qdisc change dev a root tbf rate 1mbit;"
+        "qdisc change dev b root tbf rate 1mbit;",
+        "ip -force -batch -|link set dev a down;",
+        "ip -force -batch -|fail;",
+    ]
+    lines = [json.loads(x) for x in done.stdout.splitlines()]
+    assert [x["event"] for x in lines] == ["start", "change", "change", "change", "change"]
+    assert [(x["t"], x["rc"]) for x in lines[1:]] == [(0.0, 0), (0.0, 0), (0.0, 0), (0.2, 2)]
+    assert all(x["done"] >= x["issued"] >= x["t"] for x in lines[1:]), lines
+    got = timeline.summary({"ap": done.stdout})
+    assert (got["changes"], got["failed"]) == (4, ["ap: fail: bad"])
+    assert got["late_ms"]["max"] == max(round((x["done"] - x["t"]) * 1000, 3) for x in lines[1:])
+    started = lines[0]["realtime"] - 1.0  # the run started a second before the agent
+    shown = timeline_fig.events(done.stdout, started, "x")
+    assert [(round(t), k) for t, k in shown] == [(1, "link down p"), (1, "link up p")]
+
+
+def test_summary_percentiles() -> None:
+    log = [json.dumps({"event": "change", "t": 0, "done": d / 1000, "rc": 0, "line": "x"})
+           for d in range(1, 101)]  # fmt: skip
+    got = timeline.summary({"h": "\n".join(log)})
+    assert got["late_ms"] == {"p50": 50.5, "p95": 96.0, "max": 100.0}
+
+
+def test_the_capacity_line_starts_where_the_router_agent_started() -> None:
+    record = {
+        "timings": {"started": 100.0},
+        "links": [{"name": "wifi", "router": "ap"}],
+        "timeline": {"started": {"ap": 102.5}, "capacity": {"wifi": [[0, 4], [2, 12]]}},
+    }
+    assert timeline_fig.capacity_lines(record) == {"wifi": ([2.5, 4.5, 6.5], [4.0, 12.0, 12.0])}
+    assert timeline_fig.capacity_lines({"timings": {"started": 1}}) == {}
