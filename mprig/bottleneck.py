@@ -80,3 +80,18 @@ def teardown_commands(
         return []
     out = [("server", ["tc", "qdisc", "del", "dev", dev, "clsact"]) for dev in server_ifs(b, links)]
     return out + [("server", ["ip", "link", "del", dev]) for dev in (DOWN_DEV, UP_DEV)]
+
+
+WATCH_LOG = "tc-bottleneck.txt"  # in the bundle: the shared queue's counters, before and after
+# The shared queue's qdiscs and counters (sent, dropped, overlimits, backlog) when the run's
+# background starts and when the stop stage ends it (TERM): $1 and $2 the IFBs.
+WATCH = (
+    'snap() { printf "# %s %s\\n" "$1" "$EPOCHREALTIME"; tc -s qdisc show dev "$2"; '
+    'tc -s qdisc show dev "$3"; }; trap \'snap after "$1" "$2"; exit 0\' TERM; '
+    'snap before "$1" "$2"; sleep infinity & wait'
+)
+
+
+def watch_argv() -> list[str]:
+    """The background command writing WATCH_LOG on the server (the settings read back)."""
+    return ["bash", "-c", WATCH, "mprig-bottleneck", DOWN_DEV, UP_DEV]

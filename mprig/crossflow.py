@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mprig import fairness, traffic
+from mprig import bottleneck, fairness, traffic
 from mprig.crossspec import CrossFlow
 from mprig.errors import HostError
 from mprig.plan import Run
@@ -171,10 +171,13 @@ def flow_refs(paths: Sequence[tuple[str, Sequence[CrossFlow]]], direction: str) 
 def background(
     run: Run, links: tuple[PathLink, ...], server_addr: str, remote_dir: Callable[[str], str]
 ) -> list[tuple[str, list[str], str]]:
-    """(host, argv, stdout log name) of both ends of every flow; `remote_dir(host)` is the
-    host's run directory."""
+    """(host, argv, stdout log name) of both ends of every flow, and the shared
+    bottleneck's counters (bottleneck.watch_argv); `remote_dir(host)` is the host's run
+    directory."""
     by_name = {link.name: link for link in links}
     out: list[tuple[str, list[str], str]] = []
+    if run.bottleneck is not None:
+        out.append(("server", bottleneck.watch_argv(), bottleneck.WATCH_LOG))
     for ref in flows(run):
         client = by_name[ref.path].client_addr
         for host, role in ((ref.sender, "send"), (ref.receiver, "recv")):
@@ -209,8 +212,9 @@ def flow_argv(
 
 
 def cross_files(run: Run) -> dict[str, list[str]]:
-    """Per host, the flow logs that become artifacts (the runner's fetch list)."""
-    files: dict[str, list[str]] = {}
+    """Per host, the flow logs and the shared bottleneck's counters that become artifacts
+    (the runner's fetch list)."""
+    files: dict[str, list[str]] = {"server": [bottleneck.WATCH_LOG]} if run.bottleneck else {}
     for ref in flows(run):
         files.setdefault(ref.receiver, []).append(ref.log("recv"))
         files.setdefault(ref.sender, []).append(ref.sender_log)

@@ -101,14 +101,16 @@ def test_flows_get_ports_hosts_and_files_in_spec_order() -> None:
     ]
     assert crossflow.cross_files(run) == {
         "client": ["cross-wifi-1.jsonl", "cross-wifi-2-sender.jsonl"],
-        "server": ["cross-wifi-1-sender.jsonl", "cross-wifi-2.jsonl"],
+        "server": ["tc-bottleneck.txt", "cross-wifi-1-sender.jsonl", "cross-wifi-2.jsonl"],
     }
 
 
 def test_commands_of_the_flows_and_the_shared_bottleneck() -> None:
     run, links = run_and_links()
     cmds = commands.build(run, links, server_addr="10.0.0.1", rig="t")
-    shown = [(h, crossflow.shown(argv)[3:], log) for h, argv, log in cmds.background]
+    watch, *flows = cmds.background
+    assert watch == ("server", bottleneck.watch_argv(), "tc-bottleneck.txt")
+    shown = [(h, crossflow.shown(argv)[3:], log) for h, argv, log in flows]
     d = f"/tmp/mprig-t/{run.run_id}"
     assert shown == [
         ("server", ["send", "tcp", "listen", "10.0.0.1", "10.1.1.2", "5210", "reno", "0",
