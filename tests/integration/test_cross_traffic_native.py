@@ -29,7 +29,10 @@ import pytest
 from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)"),
+    pytest.mark.slow,  # about 4 minutes: 8 runs of 12 to 25 s
+]
 
 RIG = "h4cross"
 ONE_PATH = """\
