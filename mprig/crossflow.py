@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mprig import bottleneck, fairness, traffic
+from mprig import apps, bottleneck, fairness, traffic
 from mprig.crossspec import CrossFlow
 from mprig.errors import HostError
 from mprig.plan import Run
@@ -190,7 +190,7 @@ def background(
 def main_port(run: Run) -> int:
     """The port of the run's own traffic, which the senders wait for (0: a tool whose port
     is not known here; they start at once)."""
-    ports = {"iperf3": traffic.IPERF3_PORT, "bulk": traffic.BULK_PORT}
+    ports = {"iperf3": traffic.IPERF3_PORT, "bulk": traffic.BULK_PORT, **apps.PORTS}
     return {**ports, "blocks": traffic.BLOCKS_PORT}.get(run.traffic.tool, 0)
 
 
