@@ -92,10 +92,10 @@ class Baseline:
     devices: dict[str, list[str]]  # host -> the interfaces read there
     hosts: Settings  # host -> its settings at the campaign's start
 
-    def read_argv(self, host: str, *, offloads: bool = True) -> list[str]:
+    def read_argv(self, host: str, *, offloads: bool = True, mptcp: bool = True) -> list[str]:
         """The command that reads `host`'s settings (each run: without the offloads)."""
         keys = self.keys if host in KNOB_HOSTS else ()
-        return read_argv(keys, self.devices.get(host, []), offloads=offloads)
+        return read_argv(keys, self.devices.get(host, []), offloads=offloads, mptcp=mptcp)
 
     def as_json(self) -> dict[str, Any]:
         return {h: s.as_json() for h, s in self.hosts.items()}
@@ -118,11 +118,15 @@ def devices(links: Sequence[PathLink]) -> dict[str, list[str]]:
     return {h: list(dict.fromkeys(devs)) for h, devs in out.items()}
 
 
-def read_argv(keys: Sequence[str], devs: Sequence[str], *, offloads: bool = True) -> list[str]:
+def read_argv(
+    keys: Sequence[str], devs: Sequence[str], *, offloads: bool = True, mptcp: bool = True
+) -> list[str]:
     """The one command that reads a host's settings (`keys`: sysctls, none on routers,
-    which also have no MPTCP limits or endpoints to read)."""
+    which also have no MPTCP limits or endpoints to read; `mptcp=False`: those are read by
+    the `ip -batch` that set them, knobs.set_and_show)."""
     names = " ".join([*keys, knobs.AVAILABLE_CC] if keys else [])
-    what = " ".join(w for w, on in (("mptcp", bool(keys)), ("offloads", offloads)) if on)
+    wants = (("mptcp", bool(keys) and mptcp), ("offloads", offloads))
+    what = " ".join(w for w, on in wants if on)
     return ["bash", "-c", READ_SCRIPT, "mprig-settings", what, names, *devs]
 
 
@@ -176,6 +180,22 @@ def _device_line(dev: dict[str, str], line: str) -> None:
     name, sep, value = line.partition(":")
     if sep and name in OFFLOADS:
         dev[OFFLOADS[name]] = value.strip()
+
+
+def with_mptcp(settings: HostSettings, shown: str) -> HostSettings:
+    """`settings` with the MPTCP limits and endpoints from `shown`, the output of
+    knobs.set_and_show (`mptcp limits show`, then `mptcp endpoint show`), read as
+    READ_SCRIPT reads them."""
+    lines = [line for line in shown.splitlines() if line.strip()]
+    n = next((i for i, x in enumerate(lines) if not x.startswith(_LIMIT_WORDS)), len(lines))
+    return dataclasses.replace(
+        settings,
+        mptcp_limits=_pairs(" ".join(lines[:n]).split()),
+        endpoints=tuple(sorted(" ".join(e.split()) for e in lines[n:])),
+    )
+
+
+_LIMIT_WORDS = ("add_addr_accepted", "subflows")
 
 
 def _pairs(words: list[str]) -> dict[str, str]:

@@ -234,11 +234,12 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
     base = a.baseline.hosts if a.baseline else {}
     setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
     for host, argv in setup:
-        b.add(host, Cmd(argv))
+        shows = knobs.set_and_show(argv) if host in isolation.KNOB_HOSTS else None
+        b.add(host, Cmd(shows, parts=(tuple(argv),)) if shows else Cmd(argv))
     for router in a.routers:
         b.add(router, Cmd(impair.snapshot_argv()))
     for host in isolation.KNOB_HOSTS:  # routers: read from their snapshot (check_settings)
-        b.add(host, Cmd(read_settings_argv(a, host)))
+        b.add(host, Cmd(read_settings_argv(a, host, cmds)))
     for host in ("client", "server"):
         b.add(host, Cmd(capture.nstat_argv()))
     waits += add_starts(a, cmds, b)
@@ -251,19 +252,33 @@ def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         a.save(f"nstat-{host}-before.txt", a.output(host, capture.nstat_argv()))
 
 
-def read_settings_argv(a: Attempt, host: str) -> list[str]:
-    """The command reading back host's settings (without a baseline: the variant's sysctls)."""
+def read_settings_argv(
+    a: Attempt, host: str, cmds: commands.RunCommands | None = None
+) -> list[str]:
+    """The command reading back host's settings (without a baseline: the variant's sysctls;
+    not the MPTCP limits and endpoints where the set-up's `ip` shows them, mptcp_setter)."""
+    mptcp = cmds is None or mptcp_setter(cmds, host) is None
     if a.baseline is not None:
-        return a.baseline.read_argv(host, offloads=False)
+        return a.baseline.read_argv(host, offloads=False, mptcp=mptcp)
     keys = list(knobs.sysctls(a.run.variant)) if host in isolation.KNOB_HOSTS else []
-    return isolation.read_argv(keys, [])
+    return isolation.read_argv(keys, [], mptcp=mptcp)
+
+
+def mptcp_setter(cmds: commands.RunCommands, host: str) -> list[str] | None:
+    """The last set-up command on host that sets MPTCP limits or endpoints, if any: the
+    set-up runs it as knobs.set_and_show, whose output is the read-back of both."""
+    found = [argv for h, argv in cmds.setup if h == host and knobs.set_and_show(argv)]
+    return found[-1] if found and host in isolation.KNOB_HOSTS else None
 
 
 def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     """Record the settings read back after the variant was applied; RunFailed naming every
     difference from what the spec (on top of the baseline) asks for."""
-    knob_hosts = isolation.KNOB_HOSTS
-    got = {h: isolation.parse(a.output(h, read_settings_argv(a, h))) for h in knob_hosts}
+    got: dict[str, isolation.HostSettings] = {}
+    for h in isolation.KNOB_HOSTS:
+        got[h] = isolation.parse(a.output(h, read_settings_argv(a, h, cmds)))
+        if (setter := mptcp_setter(cmds, h)) is not None:
+            got[h] = isolation.with_mptcp(got[h], a.output(h, setter))
     for router in a.routers:
         devs = a.baseline.devices.get(router, []) if a.baseline else []
         got[router] = isolation.from_qdiscs(a.output(router, impair.snapshot_argv()), devs)

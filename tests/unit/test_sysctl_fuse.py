@@ -63,3 +63,47 @@ def test_a_fused_commands_failure_names_the_commands_it_stands_for() -> None:
     assert str(e.value) == (
         "client: `sysctl -q -w net.mptcp.enabled=1` exited 1: sysctl: cannot set net.mptcp.enabled"
     )
+
+
+IP_SET = ["ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8"]
+
+
+def test_an_mptcp_set_up_command_also_shows_what_it_set() -> None:
+    shows = knobs.set_and_show(IP_SET)
+    assert shows == knobs.ip_batch(["mptcp limits set subflows 8 add_addr_accepted 8",
+                                    *knobs.MPTCP_SHOW])  # fmt: skip
+    batch = knobs.ip_batch(["mptcp endpoint flush", "mptcp endpoint add 10.1.1.2 dev wlan0"])
+    assert knobs.set_and_show(batch) == knobs.ip_batch([*batch[4:], *knobs.MPTCP_SHOW])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ip", "link", "set", "wlan0", "up"],
+        knobs.ip_batch(["mptcp endpoint flush", "link set wlan0 up"]),  # not only MPTCP
+        ["sysctl", "-q", "-w", "net.mptcp.enabled=1"],
+        ["bash", "-c", "ip mptcp limits set subflows 8"],  # not mprig's ip_batch
+    ],
+)
+def test_other_commands_are_not_turned_into_a_read(argv: list[str]) -> None:
+    assert knobs.set_and_show(argv) is None
+
+
+# as ip prints them: endpoint lines end in a space
+SHOWN = (
+    "add_addr_accepted 8 subflows 8\n"
+    "10.2.1.2 id 2 subflow dev wwan0 \n"
+    "10.1.1.2 id 1 subflow dev wlan0 \n"
+)
+
+
+def test_the_shown_limits_and_endpoints_read_as_the_read_back_reads_them() -> None:
+    read = isolation.parse("@@sysctl\nnet.ipv4.tcp_sack = 1\n@@limits\n@@endpoints\n")
+    got = isolation.with_mptcp(read, SHOWN)
+    lines = SHOWN.splitlines()
+    script = f"@@sysctl\nnet.ipv4.tcp_sack = 1\n@@limits\n{lines[0]}\n@@endpoints\n"
+    assert got == isolation.parse(script + "\n".join(lines[1:]))  # what READ_SCRIPT prints
+    assert got.mptcp_limits == {"add_addr_accepted": "8", "subflows": "8"}
+    assert got.endpoints == ("10.1.1.2 id 1 subflow dev wlan0", "10.2.1.2 id 2 subflow dev wwan0")
+    assert got.sysctls == {"net.ipv4.tcp_sack": "1"}
+    assert isolation.with_mptcp(read, "").endpoints == ()
