@@ -6,7 +6,11 @@ One campaign, two runs on one rig: the Wi-Fi path replays experiments/traces/alt
 (4 and 12 Mbit/s, 2 s each) in its download direction and the cellular path goes down at
 3 s. A TCP run over Wi-Fi alone must follow the trace second by second (capture, client
 side); an MPTCP run over both must stop sending on the cellular subflow after the event
-and keep its goodput on Wi-Fi."""
+and keep its goodput on Wi-Fi.
+
+Then experiments/events.yaml as shipped: the cellular link down and up, its rate set, a
+handover on Wi-Fi (the old subflow ends, a new one follows the gap) and a Wi-Fi walk to
+the channel model's rate at 60 m. About 70 s for the module."""
 
 from __future__ import annotations
 
@@ -104,3 +108,45 @@ def test_link_down_stops_its_subflow_and_mptcp_goes_on(results: Path) -> None:
     # after a stall (data in flight on the dead subflow waits for reinjection), the
     # connection goes on at the Wi-Fi trace's rate: 12 Mbit/s in its last two seconds
     assert min(goodput[6:]) > 0.75 * 12, goodput
+
+
+@pytest.fixture(scope="module")
+def events_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """experiments/events.yaml as shipped (one MPTCP run, 10 s), collected."""
+    tmp = tmp_path_factory.mktemp("h18e")
+    spec = Path(__file__).parents[2] / "experiments" / "events.yaml"
+    p = mprig("run", str(spec), "--no-vm", "--rig", "h18e", "--results", str(tmp), "--quiet",
+              timeout=180)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert virtual.leftovers("h18e") == []
+    c = mprig("collect", str(tmp / "events"), timeout=60)
+    assert c.returncode == 0, c.stderr
+    return run_dir(tmp / "events", "mptcp")
+
+
+def subflows(run: Path, path: str) -> dict[str, list[float]]:
+    """Subflow -> Mbit/s in each second of the timeline (the client agent's clock)."""
+    start = json.loads((run / "run.json").read_text())["timeline"]["started"]["client"]
+    ts = pd.read_parquet(run / "timeseries.parquet")
+    ts = ts[(ts.source == "capture") & (ts.metric == "throughput_bps") & (ts.path == path)]
+    out = {}
+    for name, part in ts.groupby("subflow"):
+        rel = part.time - start
+        out[str(name)] = [
+            float(part.value[(rel >= s) & (rel < s + 1)].mean() / 1e6) for s in range(10)
+        ]
+    return out
+
+
+def test_the_shipped_events_campaign(events_run: Path) -> None:
+    timing = json.loads((events_run / "run.json").read_text())["timeline"]
+    # 8 walk steps x 2 directions, link down and up, 2 directions of the set, 2 handover lines
+    assert (timing["changes"], timing["failed"]) == (22, [])
+    (cell,) = subflows(events_run, "cell").values()
+    assert cell[2:4] == [0.0, 0.0] and min(cell[5:8]) > 5, cell  # down at 2 s, up at 4 s
+    assert 0.75 * 5 <= cell[9] <= 1.25 * 5, cell  # set to 5 Mbit/s at 8 s
+    old, new = sorted(subflows(events_run, "wifi").values(), key=lambda s: -s[0])
+    assert old[0] > 10 and old[7:] == [0.0] * 3, old  # the handover at 6 s removed it
+    assert new[:6] == [0.0] * 6 and min(new[8:]) > 0, new  # and a new one after the gap
+    # the walk ended at 60 m: the channel model's 6.37 Mbit/s (tbf: rate only, no loss)
+    assert 0.75 * 6.37 <= new[9] <= 1.25 * 6.37, new
