@@ -33,6 +33,7 @@ from pydantic.fields import FieldInfo
 from mprig import apps_spec, netemspec, presets, sysctl_keys
 from mprig.crossspec import CrossFlow, SharedBottleneck, bottleneck_issues
 from mprig.errors import SpecError, UsageError
+from mprig.ns3spec import ns3_issue
 from mprig.safeio import NotRegularFile, read_regular
 from mprig.timeline_spec import MAX_EVENTS, Event, TraceRef, fill_trace_rate, timeline_issues
 
@@ -200,7 +201,7 @@ class Path(StrictModel):
         ]
         if self.distance_m is not None:
             issues += netemspec.wifi_model_issues(self.down, self.up)
-        if self.engine == "ns3" and (why := _ns3_issue(self)):
+        if self.engine == "ns3" and (why := ns3_issue(self)):
             issues.append((("engine",), why))
         if issues:
             raise SpecIssue.of(issues)
@@ -226,28 +227,6 @@ class Path(StrictModel):
             if isinstance(override, dict):
                 rest[direction] = {**shared, **override}
         return rest
-
-
-NETEM_ONLY_FIELDS: tuple[str, ...] = ("delay_ms", "jitter_ms", "loss_pct", "reorder_pct")
-NETEM_ONLY_FIELDS += ("aqm", "jitter_dist", "ge_p_pct")
-
-
-def _ns3_issue(path: Path) -> str:
-    """Why `engine: ns3` cannot carry this path ("" when it can)."""
-    if path.kind != "wifi" or path.distance_m is None:
-        return (
-            "ns3 simulates one 802.11 link, so it needs kind: wifi and distance_m (the "
-            "station's distance to the AP); give both, or use engine: netem (the default)"
-        )
-    extra = [f for f in NETEM_ONLY_FIELDS for d in (path.down, path.up) if getattr(d, f)]
-    if extra:
-        return (
-            f"ns3 simulates the link's own delay and loss; remove {', '.join(dict.fromkeys(extra))}"
-            " (netem's), or use engine: netem"
-        )
-    if path.down.rate_mbit != path.up.rate_mbit:
-        return "ns3 runs one PHY mode per link: give rate_mbit once, at path level"
-    return ""
 
 
 class Variant(StrictModel):
