@@ -48,6 +48,8 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "ping_p95_ms": "lower",
     "ping_p99_ms": "lower",
     "ping_loss_pct": "lower",
+    "owd_up_p50_ms": "lower",  # the probe's one-way delays (one clock, or synchronised ones)
+    "owd_down_p50_ms": "lower",
     "jain_index": "higher",  # competing flows (collectors/cross.py): fairness across them
     "main_share": "neutral",  # the connection's share: its right value depends on the setup
     "cross_bps": "neutral",  # a competing flow's throughput describes the run

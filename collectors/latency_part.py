@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 # runs.parquet per-path columns `<metric>.<path>` (collect.PATH_METRICS), from `summarise`
 COLUMNS = {"ping_p50_ms": "rtt_p50_ms", "ping_p95_ms": "rtt_p95_ms"}
 COLUMNS |= {"ping_p99_ms": "rtt_p99_ms", "ping_loss_pct": "loss_pct"}
+COLUMNS |= {"owd_up_p50_ms": "up_p50_ms", "owd_down_p50_ms": "down_p50_ms"}  # one-way delays
 PATH_METRICS = tuple(COLUMNS)
 
 

@@ -1,17 +1,21 @@
 """Queue disciplines, jitter and Gilbert-Elliott loss on the virtual rig, judged on measured
 data (issue 18 part 5, with part 4's latency under load). In the VM (Debian's stock kernel
 has netem, fq_codel and cake) one campaign of six 5 s TCP downloads with the latency probe
-(an ICMP echo every 50 ms over each path):
+(an ICMP timestamp request every 50 ms over each path):
 
 - path `lan`: 10 Mbit/s, 10 ms each way, a deep buffer (1000 packets: 1.2 s at the rate),
   swept over `aqm: pfifo`, `fq_codel` and `cake`. Under a bulk download the probe's RTT p50
-  must be several times lower with fq_codel and cake (the echo is a flow of its own, and
+  must be several times lower with fq_codel and cake (the probe is a flow of its own, and
   CoDel keeps the bulk flow's queue near its 5 ms target) than with the deep FIFO;
 - path `jit`: 10 ms each way with 10 ms of normal jitter and Gilbert-Elliott loss (p 3 %,
   r 30 %, every packet lost in the bad state: 9.1 % mean loss per direction, bursts of 3.3
   packets on average). Idle, its RTT spread must show the jitter (RTT standard deviation
   about 14 ms over two directions) against the idle `lan`'s; loaded, netem's drop count
-  must match the chain's mean loss, TCP must retransmit and the probe must lose echoes.
+  must match the chain's mean loss, TCP must retransmit and the probe must lose probes.
+
+Every path's one-way delays come from the same probes (ICMP timestamps; one clock in the
+VM): idle, lan's are its 10 ms each way; under the download the FIFO's queue is on the way
+down only.
 
 One VM boot for the module (about 2 minutes under software emulation); run it under
 `flock /tmp/mprig-vm.lock`.
@@ -121,6 +125,24 @@ def test_fq_codel_and_cake_keep_latency_under_load_low_where_a_deep_fifo_does_no
     }
 
 
+def test_one_way_delays_show_where_the_queue_is(
+    runs: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    """One clock in the VM: the probe's one-way delays (ICMP timestamps, whole ms). Idle,
+    lan is 10 ms each way; under the download with a deep FIFO the queue is on the way
+    down only."""
+    idle = runs[("tcp_jit", "pfifo")]["summary"]["latency"]["lan"]
+    fifo = runs[("tcp_lan", "pfifo")]["summary"]["latency"]["lan"]
+    print(f"lan one-way p50 (ms): idle up {idle['up_p50_ms']} down {idle['down_p50_ms']};"
+          f" pfifo under load up {fifo['up_p50_ms']} down {fifo['down_p50_ms']}")  # fmt: skip
+    assert 9 <= idle["up_p50_ms"] <= 15 and 9 <= idle["down_p50_ms"] <= 15, idle
+    assert 9 <= fifo["up_p50_ms"] <= 20, fifo
+    assert fifo["down_p50_ms"] > 100, fifo
+    assert (
+        abs(fifo["up_p50_ms"] + fifo["down_p50_ms"] - fifo["rtt_p50_ms"]) < 0.2 * fifo["rtt_p50_ms"]
+    )
+
+
 def _lan_tree(rec: dict[str, Any]) -> list[str]:
     """The download direction's qdiscs on lan's router, as the runner read them back."""
     router = next(k["router"] for k in rec["links"] if k["name"] == "lan")
@@ -173,3 +195,4 @@ def test_runs_parquet_has_the_probe_columns(runs: dict[tuple[str, str], dict[str
         got = {(p, q): row[f"ping_{q}_ms.{p}"] for p, q in keys}
         assert got == {(p, q): s[p][f"rtt_{q}_ms"] for p, q in keys}
         assert row["ping_loss_pct.jit"] == s["jit"]["loss_pct"]
+        assert row["owd_down_p50_ms.lan"] == s["lan"]["down_p50_ms"]

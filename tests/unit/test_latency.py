@@ -32,12 +32,12 @@ traffic:
 # off when the probe was stopped.
 LOG = """\
 {"seq": 1, "sent": 100.0}
-{"seq": 1, "rtt_ms": 20.5}
+{"seq": 1, "rtt_ms": 20.5, "up_ms": 10, "down_ms": 11}
 {"seq": 2, "sent": 100.1}
 {"seq": 3, "sent": 100.2}
-{"seq": 2, "rtt_ms": 250.0}
+{"seq": 2, "rtt_ms": 250.0, "up_ms": 10, "down_ms": 240}
 {"seq": 4, "sent": 100.3}
-{"seq": 4, "rtt_ms": 30.0}
+{"seq": 4, "rtt_ms": 30.0, "up_ms": 12, "down_ms": 18}
 {"seq": 5, "sent": 100.4}
 {"seq": 5, "rtt_ms": 40.0}
 {"seq": 6, "se"""
@@ -66,8 +66,9 @@ def test_one_probe_per_path_from_its_address() -> None:
 
 def test_parse_pairs_sends_and_replies_and_skips_a_cut_last_line() -> None:
     echoes = latency.parse(LOG)
-    assert [(e.seq, e.sent, e.rtt_ms) for e in echoes] == [
-        (1, 100.0, 20.5), (2, 100.1, 250.0), (3, 100.2, None), (4, 100.3, 30.0), (5, 100.4, 40.0),
+    assert [(e.seq, e.sent, e.rtt_ms, e.up_ms, e.down_ms) for e in echoes] == [
+        (1, 100.0, 20.5, 10, 11), (2, 100.1, 250.0, 10, 240), (3, 100.2, None, None, None),
+        (4, 100.3, 30.0, 12, 18), (5, 100.4, 40.0, None, None),
     ]  # fmt: skip
 
 
@@ -81,11 +82,13 @@ def test_summary_over_the_window_only() -> None:
     assert latency.summarise(echoes, (100.05, 100.35)) == {
         "sent": 3, "lost": 1, "loss_pct": 33.333,
         "rtt_p50_ms": 30.0, "rtt_p95_ms": 250.0, "rtt_p99_ms": 250.0,
+        "up_p50_ms": 10, "up_p95_ms": 12, "up_p99_ms": 12,
+        "down_p50_ms": 18, "down_p95_ms": 240, "down_p99_ms": 240,
     }  # fmt: skip
-    assert latency.summarise(echoes, (0, 1)) == {
-        "sent": 0, "lost": 0, "loss_pct": None,
-        "rtt_p50_ms": None, "rtt_p95_ms": None, "rtt_p99_ms": None,
-    }  # fmt: skip
+    none = dict.fromkeys(
+        f"{k}_{q}_ms" for k in ("rtt", "up", "down") for q in ("p50", "p95", "p99")
+    )
+    assert latency.summarise(echoes, (0, 1)) == {"sent": 0, "lost": 0, "loss_pct": None, **none}
 
 
 def test_run_summary_reports_a_missing_log(tmp_path: Path) -> None:
@@ -111,7 +114,7 @@ def test_collector_columns_and_series_from_the_bundle(tmp_path: Path) -> None:
     part = latency_part(RunInfo(tmp_path, record))
     assert part.metrics["columns"] == {
         "ping_p50_ms.wifi": 30.0, "ping_p95_ms.wifi": 250.0, "ping_p99_ms.wifi": 250.0,
-        "ping_loss_pct.wifi": 33.333,
+        "ping_loss_pct.wifi": 33.333, "owd_up_p50_ms.wifi": 10, "owd_down_p50_ms.wifi": 18,
     }  # fmt: skip
     assert part.problems == [
         "ping-cell.jsonl: line 1: not a probe record (Expecting value: line 1 column 1 (char 0))"
