@@ -351,14 +351,7 @@ def read_timeseries(path: Path) -> dict[str, dict[str, pd.DataFrame]]:
 
 
 def _long_series(frame: pd.DataFrame, name: str) -> dict[str, dict[str, pd.DataFrame]]:
-    labels = [""] * len(frame)
-    for column in ("subflow", "path"):  # path wins: one line per path where it is known
-        if column in frame.columns:
-            labels = [
-                str(v) if isinstance(v, str) and v else old
-                for v, old in zip(frame[column].astype(object), labels, strict=True)
-            ]
-    frame = frame.assign(label=labels)
+    frame = frame.assign(label=timeline_fig.series_labels(frame, name))  # one line a subflow
     return {
         str(s): {
             str(lab): g[["t_s", "value"]].sort_values("t_s") for lab, g in part.groupby("label")
@@ -486,9 +479,10 @@ def _mark_events(ax: Axes, events: list[Event]) -> None:
         ax.plot(retrans, [0.02] * len(retrans), linestyle="none", marker="|", markersize=8,
                 color="red", transform=ax.get_xaxis_transform(),
                 label=f"retransmission (ss), {len(retrans)}")  # fmt: skip
-    for kind in sorted({e.kind for e in events} - {"retransmission (ss)"}):
+    kinds = sorted({e.kind for e in events} - {"retransmission (ss)"})
+    for kind, colour in zip(kinds, itertools.cycle(timeline_fig.EVENT_COLOURS), strict=False):
         for i, e in enumerate(x for x in events if x.kind == kind):
-            ax.axvline(e.t_s, color="purple", linestyle="--", linewidth=0.8,
+            ax.axvline(e.t_s, color=colour, linestyle="--", linewidth=0.8,
                        label=kind if i == 0 else None)  # fmt: skip
 
 

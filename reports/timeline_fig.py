@@ -67,3 +67,30 @@ def overlay_capacity(ax: Axes, record: dict[str, Any]) -> None:
         ax.step(ts, rates, where="post", linestyle="--", linewidth=1, color="black",
                 label=f"{path}: trace capacity")  # fmt: skip
         ax.legend(fontsize="small")
+
+
+# One colour per kind of event on a panel, purple first (RBPM's actions had it alone).
+EVENT_COLOURS = ("purple", "darkorange", "teal", "crimson", "olive", "navy", "brown", "grey")
+
+
+def series_labels(frame: Any, name: str) -> list[str]:
+    """A line label per row of a long time-series frame (series column `name`): the path
+    where it is known, else the subflow; `<path> #<n>` where one series has several
+    subflows on a path (a handover's new one), by first appearance, so none share a line."""
+    n = len(frame)
+    paths = [_text(v) for v in frame["path"].astype(object)] if "path" in frame else [""] * n
+    subs = [_text(v) for v in frame["subflow"].astype(object)] if "subflow" in frame else [""] * n
+    series = list(frame[name].astype(object))
+    seen: dict[tuple[Any, str], list[str]] = {}
+    for s, p, sub in zip(series, paths, subs, strict=True):
+        if p and sub and sub not in (known := seen.setdefault((s, p), [])):
+            known.append(sub)
+    out = []
+    for s, p, sub in zip(series, paths, subs, strict=True):
+        many = len(seen.get((s, p), [])) > 1
+        out.append(f"{p} #{seen[(s, p)].index(sub) + 1}" if p and sub and many else p or sub)
+    return out
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

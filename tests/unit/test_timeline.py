@@ -157,3 +157,17 @@ def test_the_capacity_line_starts_where_the_router_agent_started() -> None:
     }
     assert timeline_fig.capacity_lines(record) == {"wifi": ([2.5, 4.5, 6.5], [4.0, 12.0, 12.0])}
     assert timeline_fig.capacity_lines({"timings": {"started": 1}}) == {}
+
+
+def test_a_handovers_new_subflow_gets_its_own_line() -> None:
+    import pandas as pd
+
+    rows = [  # (t, metric, path, subflow): wifi's subflow replaced, cell's kept
+        (0.1, "throughput_bps", "wifi", "a:1->b:1"), (0.1, "throughput_bps", "cell", "a:1->c:1"),
+        (0.2, "throughput_bps", "wifi", "a:2->b:1"), (0.2, "srtt_ms", "wifi", "a:2->b:1"),
+        (0.3, "throughput_bps", pd.NA, pd.NA),
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["t", "metric", "path", "subflow"]).assign(value=1.0)
+    assert timeline_fig.series_labels(frame, "metric") == [
+        "wifi #1", "cell", "wifi #2", "wifi", ""
+    ]  # fmt: skip
