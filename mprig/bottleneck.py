@@ -84,10 +84,12 @@ def teardown_commands(
 
 WATCH_LOG = "tc-bottleneck.txt"  # in the bundle: the shared queue's counters, before and after
 # The shared queue's qdiscs and counters (sent, dropped, overlimits, backlog) when the run's
-# background starts and when the stop stage ends it (TERM): $1 and $2 the IFBs.
+# background starts and when the stop stage ends it (TERM), each IFB's under `## <dev>`:
+# $1 and $2 the IFBs.
 WATCH = (
-    'snap() { printf "# %s %s\\n" "$1" "$EPOCHREALTIME"; tc -s qdisc show dev "$2"; '
-    'tc -s qdisc show dev "$3"; }; trap \'snap after "$1" "$2"; exit 0\' TERM; '
+    'snap() { printf "# %s %s\\n" "$1" "$EPOCHREALTIME"; for d in "$2" "$3"; do '
+    'printf "## %s\\n" "$d"; tc -s qdisc show dev "$d"; done; }; '
+    'trap \'snap after "$1" "$2"; exit 0\' TERM; '
     'snap before "$1" "$2"; sleep infinity & wait'
 )
 
