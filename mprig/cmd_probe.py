@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from mprig.errors import UsageError
+from mprig.rig.layout import DEFAULT_RIG
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
-  mprig probe                          probe every path of the virtual rig "virtual"
+  mprig probe                          probe every path of the virtual rig "{DEFAULT_RIG}" (the one
+                                       `mprig rig up` and `mprig run` use)
   mprig probe --rig h7                 another virtual rig (it must be up: mprig rig up)
   mprig probe --inventory inventory/lab    the lab rig described by an Ansible inventory
   mprig probe --json                   one JSON object per path
@@ -45,7 +47,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--rig", metavar="NAME", help="a virtual rig that is up (default: virtual)")
+    where.add_argument(
+        "--rig", metavar="NAME", help=f"a virtual rig that is up (default: {DEFAULT_RIG})"
+    )
     where.add_argument("--inventory", metavar="DIR", type=Path, help="a lab Ansible inventory")
     p.add_argument("--port", type=int, default=5299, help="server port to probe (default 5299)")
     p.add_argument("--timeout", type=float, default=3.0, help="seconds to wait per answer")
@@ -62,7 +66,7 @@ def _rig(args: argparse.Namespace) -> tuple[Any, str | None]:
         return rig_from_inventory(args.inventory, data), host_python(data)
     from mprig.rig import virtual
 
-    name = args.rig or "virtual"
+    name = args.rig or DEFAULT_RIG
     rig = virtual.load(name)
     if rig is None:
         raise UsageError(

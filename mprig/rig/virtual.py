@@ -35,7 +35,6 @@ from mprig.spec import Path as SpecPath
 __all__ = ["down", "layout", "leftovers", "load", "state_dir", "status", "up"]
 
 STATE_ROOT = Path(os.environ.get("MPRIG_STATE", "/run/mprig"))
-DEFAULT_RIG = "virtual"
 LOCK_TIMEOUT = 300.0  # seconds a second `up`/`down` waits for the first one
 
 
