@@ -323,6 +323,9 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
     for host, path in cross_ready(a.run, a.remote):  # receivers up before the traffic
         waits.append((host, wait_cmd('logged "$1" "bytes"', path)))
+    for host, argv, log in cmds.timed:  # Python started before the traffic (timeline.py)
+        b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
+        waits.append((host, wait_cmd('logged "$1" "ready"', f"{a.remote(host)}/{log}")))
     if cmds.server is not None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
@@ -348,8 +351,8 @@ def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
     host, argv = cmds.client
     limit = traffic.timeout_s(a.run.traffic)
     b = Batch()
-    for h, agent, log in cmds.timed:  # started with the client: the timeline's t = 0
-        b.add(h, Cmd(agent, log=f"{a.remote(h)}/{log}"))
+    for h, _, log in cmds.timed:  # the timeline's t = 0: the agents go with the client
+        b.add(h, Cmd(["kill", "-USR1", str(a.background[h][Path(log).stem])]))
     b.add(host, Cmd(argv, timeout=limit, check=False, enforce_timeout=True))
     d = a.stage("traffic", b)[host][-1]
     if d.returncode == -9:

@@ -203,7 +203,9 @@ def summary(logs: dict[str, str]) -> dict[str, Any]:
         "p95": round(late[min(len(late) - 1, int(0.95 * len(late)))], 3) if late else None,
         "max": round(late[-1], 3) if late else None,
     }
-    return {"changes": len(late), "late_ms": stats, "failed": failed, "started": starts}
+    skew = round((max(starts.values()) - min(starts.values())) * 1000, 3) if starts else None
+    out = {"changes": len(late), "late_ms": stats, "failed": failed, "started": starts}
+    return {**out, "start_skew_ms": skew}  # how far apart the hosts' t = 0 fell
 
 
 def agents(run: Any, links: Sequence[PathLink]) -> list[tuple[str, list[str], str]]:

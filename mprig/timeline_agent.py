@@ -1,14 +1,18 @@
 """The timed agent: applies a run's scheduled changes on one host during the traffic.
 
-Sent as `python3 -c` (a lab host needs Python, not mprig), started beside the traffic
-client. argv[1] is the schedule as JSON: [[t_s, tool, line, label], ...] sorted by t_s,
-tool "tc" or "ip"; the lines due at one moment run through one `<tool> -force -batch -`.
+Sent as `python3 -c` (a lab host needs Python, not mprig), started in the run's set-up: it
+says `ready` once Python is up (seconds under VM emulation) and waits for SIGUSR1, which
+the runner sends in the traffic stage just before the traffic client starts: that signal
+is the timeline's t = 0 on every host. argv[1] is the schedule as JSON: [[t_s, tool, line,
+label], ...] sorted by t_s, tool "tc" or "ip"; the lines due at one moment run through one
+`<tool> -force -batch -`.
 One JSON line per change goes to stdout (the bundle's timeline-<host>.jsonl): scheduled
-time, when it was issued and done (monotonic seconds since the agent's start), the
-realtime of the start, its exit status. Standard library only.
+time, when it was issued and done (monotonic seconds since the signal), the realtime of
+the signal, its exit status. Standard library only.
 """
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +22,9 @@ from typing import Any
 def main() -> int:
     """Sleep until each group of changes is due, apply it, log it."""
     steps = json.loads(sys.argv[1])
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # held until sigwait takes it
+    print(json.dumps({"event": "ready", "realtime": time.time()}), flush=True)
+    signal.sigwait({signal.SIGUSR1})
     t0, r0 = time.monotonic(), time.time()
     print(json.dumps({"event": "start", "realtime": r0}), flush=True)
     i = 0

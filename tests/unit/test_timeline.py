@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 from pathlib import Path
@@ -121,8 +122,14 @@ def test_the_agent_batches_each_moment_and_logs_every_change(tmp_path: Path) -> 
         (0.2, "ip", "fail", "link up p"),
     ]
     argv = timeline.agent_argv(plan_)
-    done = subprocess.run(argv, env=_stand_ins(tmp_path), capture_output=True, text=True,
-                          timeout=30, check=True)  # fmt: skip
+    agent = subprocess.Popen(argv, env=_stand_ins(tmp_path), stdout=subprocess.PIPE, text=True)
+    assert agent.stdout is not None
+    ready = json.loads(agent.stdout.readline())  # Python is up; nothing applied before the go
+    assert (ready["event"], (tmp_path / "calls").exists()) == ("ready", False)
+    agent.send_signal(signal.SIGUSR1)
+    stdout, _ = agent.communicate(timeout=30)
+    assert agent.returncode == 0
+    done = subprocess.CompletedProcess(argv, 0, stdout)
     calls = (tmp_path / "calls").read_text().split("\n")
     assert [c for c in calls if c] == [
         "tc -force -batch -|qdisc change dev a root tbf rate 1mbit;"
@@ -135,7 +142,7 @@ def test_the_agent_batches_each_moment_and_logs_every_change(tmp_path: Path) -> 
     assert [(x["t"], x["rc"]) for x in lines[1:]] == [(0.0, 0), (0.0, 0), (0.0, 0), (0.2, 2)]
     assert all(x["done"] >= x["issued"] >= x["t"] for x in lines[1:]), lines
     got = timeline.summary({"ap": done.stdout})
-    assert (got["changes"], got["failed"]) == (4, ["ap: fail: bad"])
+    assert (got["changes"], got["failed"], got["start_skew_ms"]) == (4, ["ap: fail: bad"], 0)
     assert got["late_ms"]["max"] == max(round((x["done"] - x["t"]) * 1000, 3) for x in lines[1:])
     started = lines[0]["realtime"] - 1.0  # the run started a second before the agent
     shown = timeline_fig.events(done.stdout, started, "x")
