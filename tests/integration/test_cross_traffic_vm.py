@@ -28,7 +28,9 @@ from vmcampaign import campaign_in_vm
 
 from collectors.collect import Options, collect_campaign
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+# `make test-long`: test_cross_traffic_native.py checks the same behaviour in `make test`
+# (tbf for netem); this one adds Debian's kernel (IFB, mirred, netem) for 3.3 min
+pytestmark = [pytest.mark.vm, pytest.mark.long]
 
 CAMPAIGN = """\
 name: cross
