@@ -15,13 +15,14 @@ APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark eth
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
-	ns3-oracle ns3-engine
+	ns3-oracle ns3-engine kernel-vm test-kernel
 all: help
 
 help:
 	@echo "make run    install, then run $(CAMPAIGN) on the virtual rig and write a report"
 	@echo "make test   install, then run the tests (unit, then integration)"
 	@echo "make test-long  the long VM tests (hwsim Wi-Fi with site.yml, ~20 min)"
+	@echo "make kernel-vm  a small VM kernel with the upstream MPTCP patches; make test-kernel boots it"
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 
@@ -62,7 +63,17 @@ test: setup
 	$(BIN)/python -m pytest -m "not long" --durations=25 tests
 
 test-long: setup ns3-engine
-	$(BIN)/python -m pytest -m long tests
+	$(BIN)/python -m pytest -m long --ignore=tests/integration/test_kernel_vm.py tests
+
+# A small VM kernel with the upstream patch series (0002: net.mptcp.proactive_sched) into
+# /var/cache/mprig/kernel-vm/bzImage (kernel-configs/README.md: time, config); test-kernel
+# boots it under virtme-ng and checks the release and the sysctl (marked long, and not in
+# test-long, which would fail on every machine that has not built it).
+kernel-vm: setup
+	kernel-configs/build-vm-kernel.sh
+
+test-kernel: setup
+	$(BIN)/python -m pytest -m long tests/integration/test_kernel_vm.py
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
