@@ -116,19 +116,19 @@ def main() -> int:
         vm_run = report("VM mode (from results)", wall, records, TARGET_VM_S)
         print(f"  VM mode target <= {TARGET_VM_S:.0f} s per run: ratio {vm_run / TARGET_VM_S:.2f}")
         return 0 if vm_run <= TARGET_VM_S else 1
-    from mprig import vm
+    from mprig import vmprobe
 
     OUT.mkdir(parents=True, exist_ok=True)
     spec = args.campaign.resolve()
     ok, measured = True, False
     if args.no_native:
         pass
-    elif vm.netem_available():
+    elif vmprobe.netem_available():
         measured = True
         native = report("native", *run_campaign(spec, "--no-vm"), TARGET_NATIVE_S)
         ok &= native <= TARGET_NATIVE_S
         print(f"  native target <= {TARGET_NATIVE_S:.0f} s: ratio {native / TARGET_NATIVE_S:.2f}")
-    elif vm.tbf_available():
+    elif vmprobe.tbf_available():
         measured = True
         print(
             "native: this kernel has no sch_netem, so tbf at each path's rate stands in for"

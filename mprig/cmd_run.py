@@ -138,7 +138,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mprig import judge, shard, vm
+    from mprig import judge, shard, vmprobe
 
     campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
     part = getattr(args, "shard", None)
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "kvm", None) is not None:
         os.environ["MPRIG_KVM"] = "1" if args.kvm else "0"
     hwsim = campaign.rig.wifi == "hwsim"
-    mode, why = ("native", "lab inventory") if lab else vm.choose_mode(requested, hwsim=hwsim)
+    mode, why = ("native", "lab inventory") if lab else vmprobe.choose_mode(requested, hwsim=hwsim)
     if not args.quiet and not args.log_json:
         count = f"shard {part}: {len(runs)} of {len(plan)}" if part else str(len(runs))
         print(f"mprig: {campaign.name}: {count} runs, rig mode {mode} ({why})", file=sys.stderr)
@@ -362,7 +362,7 @@ def _virtual_up(name: str, campaign: Any, say: Any) -> Any:
     """The virtual rig for the campaign: veth links, or a real 802.11 first Wi-Fi hop
     (hwsim.up converges playbooks/site.yml, so hostapd and wpa_supplicant come from the
     lab's roles, and waits until the station is associated)."""
-    from mprig import vm
+    from mprig import vmprobe
     from mprig.rig import virtual
 
     if campaign.rig.wifi == "hwsim":
@@ -375,7 +375,7 @@ def _virtual_up(name: str, campaign: Any, say: Any) -> Any:
         return hwsim.up(name, campaign.paths)
     # Inside the VM, Ansible would take minutes under emulation for state the runner sets
     # on every run anyway (sysctls, MPTCP limits and endpoints).
-    return virtual.up(name, campaign.paths, provision_hosts=not vm.in_vm())
+    return virtual.up(name, campaign.paths, provision_hosts=not vmprobe.in_vm())
 
 
 def _rig_lock_path(name: str) -> Path:

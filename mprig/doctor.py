@@ -104,7 +104,7 @@ def iperf3_mptcp_check() -> Check:
 
 def kernel_checks() -> list[Check]:
     """MPTCP, sch_netem, TBF, mac80211_hwsim, BPF struct_ops (BTF)."""
-    from mprig import rbpm_run, vm
+    from mprig import rbpm_run, vmprobe
 
     enabled = Path("/proc/sys/net/mptcp/enabled")
     mptcp = enabled.exists() and enabled.read_text().strip() == "1"
@@ -112,9 +112,11 @@ def kernel_checks() -> list[Check]:
     rel = os.uname().release
     return [
         Check("MPTCP", mptcp, "net.mptcp.enabled = 1" if mptcp else f"absent or off in {rel}"),
-        _feature("sch_netem", vm.netem_available(), "netem qdisc", "VM mode provides it"),
-        _feature("sch_tbf", vm.tbf_available(), "tbf qdisc", "kernel lacks CONFIG_NET_SCH_TBF"),
-        _feature("mac80211_hwsim", vm.hwsim_available(), "Wi-Fi emulation", "veth Wi-Fi hop"),
+        _feature("sch_netem", vmprobe.netem_available(), "netem qdisc", "VM mode provides it"),
+        _feature(
+            "sch_tbf", vmprobe.tbf_available(), "tbf qdisc", "kernel lacks CONFIG_NET_SCH_TBF"
+        ),
+        _feature("mac80211_hwsim", vmprobe.hwsim_available(), "Wi-Fi emulation", "veth Wi-Fi hop"),
         Check("BPF struct_ops", btf, "/sys/kernel/btf/vmlinux" if btf else "no kernel BTF", False),
         *bpf_cc_checks(),
         Check("RBPM controller", *rbpm_run.doctor_check(), False),
@@ -138,11 +140,11 @@ def _feature(name: str, ok: bool, what: str, otherwise: str) -> Check:
 
 def vm_checks() -> list[Check]:
     """The kernel image VM mode would boot, and whether KVM is usable."""
-    from mprig import kvm, vm
+    from mprig import kvm, vmprobe
     from mprig.errors import MprigError
 
     try:
-        image = Check("VM kernel", True, str(vm.find_kernel()), False)
+        image = Check("VM kernel", True, str(vmprobe.find_kernel()), False)
     except MprigError as e:
         image = Check("VM kernel", False, str(e), False)
     answer = kvm.answer()
@@ -172,13 +174,13 @@ def host_checks(inventory: Path) -> list[Check]:
 
 def gather(inventory: Path | None = None) -> dict[str, Any]:
     """Every check plus the rig mode verdict (and the lab hosts' BPF programs)."""
-    from mprig import vm
+    from mprig import vmprobe
     from mprig.errors import MprigError
 
     kernel = kernel_checks()
     tools = [tool_check(*t) for t in TOOLS] + [iperf3_mptcp_check()]
     try:
-        mode, why = vm.choose_mode("auto")
+        mode, why = vmprobe.choose_mode("auto")
     except MprigError as e:
         mode, why = "none", str(e)
     return {

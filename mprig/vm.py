@@ -11,33 +11,30 @@ read-write. Inside the VM:
 
 vng does not reliably propagate the exit status of the command it runs, so the guest
 writes the status into a file in a shared directory and `run_in_vm` returns that.
+
+Deciding whether to boot at all is mprig.vmprobe; one VM for many commands is
+mprig.vmsession.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from mprig import kvm, vmboot
 from mprig.errors import MprigError, ToolMissing
 from mprig.tools import which
+from mprig.vmprobe import IN_VM_ENV, find_kernel
+from mprig.vmprobe import acceleration as acceleration  # run.py reads vm.acceleration()
 
-IN_VM_ENV = "MPRIG_IN_VM"
 VM_HOSTNAME = "mprig-vm"
 SHARE_ROOT = Path("/var/tmp")  # host directory for per-VM exchange dirs (not /tmp: VM has its own)
 # Boot deadlines: a KVM guest is up in seconds, a software-emulated one in 25-50 s on an
@@ -46,94 +43,6 @@ KVM_BOOT_TIMEOUT = 60.0
 BOOT_TIMEOUT = 300.0
 STALE_AFTER = 180.0  # seconds without a guest heartbeat (MPRIG_VM_STALE_AFTER)
 BOOT_LOCK = Path("/tmp/mprig-vm.lock")  # one VM at a time on this machine
-LOCK_WAIT = 1800.0  # seconds a VmSession may wait for another VM to finish
-
-
-def in_vm() -> bool:
-    """True inside a VM started by this module."""
-    return os.environ.get(IN_VM_ENV) == "1"
-
-
-CLOCKSOURCES = Path("/sys/devices/system/clocksource/clocksource0/available_clocksource")
-
-
-def acceleration(clocksources: Path = CLOCKSOURCES) -> str:
-    """How the campaign VM runs, seen from inside it: "kvm" when the guest has KVM's
-    paravirtual clock (a KVM guest always offers kvm-clock, an emulated one never does),
-    else "software emulation"; "native" outside a VM."""
-    if not in_vm():
-        return "native"
-    try:
-        return "kvm" if "kvm-clock" in clocksources.read_text().split() else "software emulation"
-    except OSError:
-        return "unrecorded"
-
-
-def _run_quiet(argv: Sequence[str], timeout: float = 10.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def netem_available() -> bool:
-    """Whether a netem qdisc can be added (probed in a throwaway namespace)."""
-    return _qdisc_probe("netem", ["delay", "1ms"])
-
-
-def tbf_available() -> bool:
-    """Whether a tbf qdisc can be added (probed in a throwaway namespace)."""
-    return _qdisc_probe("tbf", ["rate", "1mbit", "burst", "32kb", "latency", "50ms"])
-
-
-def _qdisc_probe(kind: str, args: list[str]) -> bool:
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return False
-    ns = f"mprig-probe-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    if _run_quiet(["ip", "netns", "add", ns]).returncode != 0:
-        return False
-    try:
-        _run_quiet(
-            [
-                "ip",
-                "-n",
-                ns,
-                "link",
-                "add",
-                "name",
-                "probe0",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "probe1",
-            ]
-        )
-        tc = ["tc", "-n", ns, "qdisc", "add", "dev", "probe0", "root", kind, *args]
-        return _run_quiet(tc).returncode == 0
-    finally:
-        _run_quiet(["ip", "netns", "delete", ns])
-
-
-def hwsim_available() -> bool:
-    """Whether mac80211_hwsim is built in, loaded, or loadable."""
-    if Path("/sys/module/mac80211_hwsim").exists():
-        return True
-    if shutil.which("modprobe") is None or not Path("/proc/modules").exists():
-        return False  # no loadable module support on this kernel
-    return _run_quiet(["modprobe", "-n", "-q", "mac80211_hwsim"]).returncode == 0
-
-
-def _version_key(path: Path) -> tuple[object, ...]:
-    parts = re.split(r"(\d+)", path.name.removeprefix("vmlinuz-"))
-    return tuple(int(p) if p.isdigit() else p for p in parts if p)
-
-
-def find_kernel(boot: Path = Path("/boot")) -> Path:
-    """The newest kernel image under /boot, the one VM mode boots."""
-    images = sorted(boot.glob("vmlinuz-*"), key=_version_key)
-    if not images:
-        raise ToolMissing(
-            f"no kernel image in {boot} for VM mode: apt-get install linux-image-amd64"
-        )
-    return images[-1]
 
 
 def vng_path() -> str:
@@ -154,7 +63,7 @@ def kvm_usable() -> bool:
 def probe_kvm(deadline: float | None = None) -> kvm.KvmAnswer:
     """Boot a guest with KVM that runs `true`; record and return what that proved."""
     limit = deadline or vmboot.env_seconds("MPRIG_VM_KVM_BOOT_TIMEOUT", KVM_BOOT_TIMEOUT)
-    share = _new_share()
+    share = new_share()
     try:
         (share / "run.sh").write_text(_guest_script(["true"], share / "status", share))
         argv = _vng_argv(share, [], f"sh {share / 'run.sh'}", "512M", 1, use_kvm=True)
@@ -172,28 +81,6 @@ def probe_kvm(deadline: float | None = None) -> kvm.KvmAnswer:
 
 def _quiet(_text: str) -> None:
     pass
-
-
-def choose_mode(requested: str = "auto", *, hwsim: bool = False) -> tuple[str, str]:
-    """Decide between "native" and "vm" rig mode; returns (mode, human-readable reason).
-    `hwsim`: the rig needs mac80211_hwsim radios as well as netem."""
-    release = os.uname().release
-    if in_vm():
-        return "native", f"inside the campaign VM (kernel {release})"
-    if requested == "native":
-        return "native", "--no-vm given"
-    if requested == "vm":
-        return "vm", f"--vm given: boots {find_kernel()}"
-    if requested != "auto":
-        raise MprigError(f"rig mode must be auto, native or vm, got {requested!r}")
-    missing = [] if netem_available() else ["sch_netem"]
-    if hwsim and not hwsim_available():
-        missing.append("mac80211_hwsim")
-    if missing:
-        what = " and ".join(missing) + (" are" if len(missing) > 1 else " is")
-        return "vm", f"{what} missing on the running kernel {release}: boots {find_kernel()}"
-    what = "sch_netem and mac80211_hwsim are" if hwsim else "sch_netem is"
-    return "native", f"{what} available on the running kernel {release}"
 
 
 def _host_env() -> dict[str, str]:
@@ -255,7 +142,8 @@ def _guest_script(argv: Sequence[str], status_file: Path, share: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _new_share() -> Path:
+def new_share() -> Path:
+    """A fresh exchange directory the VM mounts read-write (status, heartbeats, queue)."""
     SHARE_ROOT.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="mprig-vm-", dir=SHARE_ROOT))
 
@@ -328,7 +216,7 @@ def run_in_vm(
     machine-wide with a lock on /tmp/mprig-vm.lock.
     """
     tell = say or _say
-    share = _new_share()
+    share = new_share()
     try:
         status = share / "status"
         (share / "run.sh").write_text(_guest_script(argv, status, share))
@@ -453,154 +341,3 @@ def kill_group_with_parent(pgid: int) -> subprocess.Popen[bytes]:
 def _stop_watchdog(watchdog: subprocess.Popen[bytes]) -> None:
     watchdog.kill()
     watchdog.wait()
-
-
-_kill_group = vmboot.kill_group
-
-
-@dataclass(frozen=True)
-class VmResult:
-    """Outcome of one command run through a VmSession."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class VmSession:
-    """One VM booted (through run_in_vm) for many commands: an agent inside runs command
-    files the host drops into a shared directory, and writes back status and output.
-    Polling, not inotify: inotify does not cross 9p/virtiofs.
-
-        with VmSession() as vm:
-            assert vm.run(["tc", "qdisc", "show"]).returncode == 0
-        vm.exit_status  # the agent's exit status, as run_in_vm returned it
-    """
-
-    def __init__(
-        self,
-        *,
-        memory: str = "2G",
-        cpus: int = 2,
-        rwdirs: Sequence[Path] = (),
-        timeout: float | None = None,
-        exit_with: int = 0,
-    ) -> None:
-        self.memory, self.cpus, self.rwdirs, self.timeout = memory, cpus, list(rwdirs), timeout
-        self.exit_with = exit_with  # the agent exits with this status (tests propagation)
-        self.share = Path()
-        self.exit_status: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def __enter__(self) -> VmSession:
-        self.share = _new_share()
-        for sub in ("queue", "done"):
-            (self.share / sub).mkdir()
-        self._thread = threading.Thread(target=self._boot, daemon=True)
-        self._thread.start()
-        self._wait_ready()
-        return self
-
-    def _boot(self) -> None:
-        agent = [sys.executable, "-m", "mprig.vm", "agent", str(self.share)]
-        try:
-            self.exit_status = run_in_vm(
-                agent,
-                [self.share, *self.rwdirs],
-                memory=self.memory,
-                cpus=self.cpus,
-                timeout=self.timeout,
-                console=self.share / "console.log",
-                on_start=self._started,
-                say=self._note,
-            )
-        except BaseException as e:  # reported by the waiting side
-            self._error = e
-
-    def _started(self, proc: subprocess.Popen[bytes]) -> None:
-        self._proc = proc
-
-    def _note(self, text: str) -> None:
-        with open(self.share / "console.log", "a") as log:
-            log.write(f"mprig: {text}\n")
-
-    def _alive(self) -> None:
-        if self._thread is not None and not self._thread.is_alive():
-            log = (self.share / "console.log").read_text(errors="replace")[-2000:]
-            raise MprigError(f"the VM is gone ({self._error}); console tail: {log}")
-
-    def _wait_ready(self) -> None:
-        boots = KVM_BOOT_TIMEOUT + BOOT_TIMEOUT  # vmboot stops a boot that overruns
-        deadline = time.monotonic() + boots + LOCK_WAIT + 60
-        while not (self.share / "ready").exists():
-            self._alive()
-            if time.monotonic() > deadline:
-                raise MprigError(f"the VM did not boot in {boots:.0f} s")
-            time.sleep(0.2)
-
-    def run(self, argv: Sequence[str], *, timeout: float = 120.0) -> VmResult:
-        """Run argv inside the VM (cwd and environment as documented above)."""
-        cid = uuid.uuid4().hex
-        tmp = self.share / "queue" / f".{cid}.tmp"
-        tmp.write_text(json.dumps({"argv": list(argv), "timeout": timeout}))
-        tmp.rename(self.share / "queue" / f"{cid}.json")
-        done = self.share / "done" / f"{cid}.json"
-        deadline = time.monotonic() + timeout + 30
-        while not done.exists():
-            self._alive()
-            if time.monotonic() > deadline:
-                raise MprigError(f"no answer from the VM agent for {shlex.join(argv)}")
-            time.sleep(0.1)
-        data = json.loads(done.read_text())
-        return VmResult(tuple(argv), data["returncode"], data["stdout"], data["stderr"])
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        (self.share / ".stop").write_text(str(self.exit_with))
-        (self.share / ".stop").rename(self.share / "stop")
-        if self._thread is not None:
-            self._thread.join(timeout=90)
-            if self._thread.is_alive() and self._proc is not None:
-                _kill_group(self._proc)
-                self._thread.join(timeout=10)
-        shutil.rmtree(self.share, ignore_errors=True)
-
-
-def agent(share: Path) -> int:
-    """Guest side of VmSession: run queued command files until `stop` appears."""
-    (share / "ready").touch()
-    stop = share / "stop"
-    while not stop.exists():
-        for job in sorted((share / "queue").glob("*.json")):
-            _agent_job(job, share / "done" / job.name)
-        time.sleep(0.1)
-    return int(stop.read_text().strip() or "0")
-
-
-def _agent_job(job: Path, done: Path) -> None:
-    spec = json.loads(job.read_text())
-    job.unlink()
-    try:
-        p = subprocess.run(
-            spec["argv"], capture_output=True, text=True, timeout=spec["timeout"], check=False
-        )
-        out = {"returncode": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
-    except (OSError, subprocess.TimeoutExpired) as e:
-        out = {"returncode": 127, "stdout": "", "stderr": f"mprig vm agent: {e}"}
-    tmp = done.with_name(f".{done.name}.tmp")
-    tmp.write_text(json.dumps(out))
-    tmp.rename(done)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "agent":
-        sys.exit(agent(Path(sys.argv[2])))
-    print("usage: python -m mprig.vm agent SHARE_DIR", file=sys.stderr)
-    sys.exit(2)

@@ -34,9 +34,9 @@ VAULT_PASSWORD_FILE = datafiles.INVENTORY / "virtual" / "vault-password"
 
 def available() -> bool:
     """Whether this kernel can provide simulated radios."""
-    from mprig import vm
+    from mprig import vmprobe
 
-    return vm.hwsim_available()
+    return vmprobe.hwsim_available()
 
 
 def ensure_radios(count: int = 2) -> None:

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mprig import vm
+from mprig import vm, vmprobe
 from mprig.errors import MprigError, RigBusy
 from mprig.rig import inventory, netns, ns3link, provision, sshd
 from mprig.rig import layout as L
@@ -70,7 +70,7 @@ def rig_lock(name: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
 
 
 def _mode() -> str:
-    return "virtual-vm" if vm.in_vm() else "virtual-native"
+    return "virtual-vm" if vmprobe.in_vm() else "virtual-native"
 
 
 # Rigs handed out by this process, by name: `down` ends their hosts' sessions first.

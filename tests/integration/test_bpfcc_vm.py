@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from vmcampaign import campaign_in_vm
 
-from mprig import vm
+from mprig import vmprobe
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
@@ -51,7 +51,7 @@ def test_every_run_completed_on_the_stock_kernel(results: Path) -> None:
         (name, "complete") for name in KERNEL_NAME
     )
     assert {r["hosts"]["server"]["kernel"] for r in records} == {
-        vm.find_kernel().name.removeprefix("vmlinuz-")
+        vmprobe.find_kernel().name.removeprefix("vmlinuz-")
     }
 
 

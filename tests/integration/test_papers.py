@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mprig import vm
+from mprig import vmsession
 from reports import reproduce
 from reports.results import Results, load
 
@@ -52,7 +52,7 @@ def results() -> Iterator[dict[str, Results]]:
     # /var/tmp: the VM has its own /tmp, so the shared results directory lives elsewhere.
     out = Path(tempfile.mkdtemp(prefix="h8-papers-", dir="/var/tmp"))
     try:
-        with vm.VmSession(rwdirs=[out]) as session:
+        with vmsession.VmSession(rwdirs=[out]) as session:
             for name in CAMPAIGNS:
                 argv = _mprig("run", str(campaign_file(name, out)))
                 argv += ["--no-vm", "--quiet", "--rig", RIG, "--results", str(out)]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle, vm
+from mprig import bundle, vmsession
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
@@ -40,17 +40,17 @@ MPRIG = [sys.executable, "-m", "mprig.cli"]
 # status in files next to its log.
 BACKGROUND = 'cd /; "$@" > "$0.log" 2>&1 & echo $! > "$0.pid"; wait $!; echo $? > "$0.rc"'
 
-Session = tuple[vm.VmSession, Path]
+Session = tuple[vmsession.VmSession, Path]
 
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     shared = tmp_path_factory.mktemp("h3run")
-    with vm.VmSession(rwdirs=[shared]) as s:
+    with vmsession.VmSession(rwdirs=[shared]) as s:
         yield s, shared
 
 
-def in_vm(s: Session, *argv: str, timeout: float = 300) -> vm.VmResult:
+def in_vm(s: Session, *argv: str, timeout: float = 300) -> vmsession.VmResult:
     return s[0].run(list(argv), timeout=timeout)
 
 

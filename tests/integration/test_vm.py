@@ -12,35 +12,35 @@ from pathlib import Path
 
 import pytest
 
-from mprig import vm
+from mprig import vmprobe, vmsession
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[vm.VmSession, Path]]:
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[vmsession.VmSession, Path]]:
     shared = tmp_path_factory.mktemp("vmshared")
-    with vm.VmSession(rwdirs=[shared], exit_with=7) as s:
+    with vmsession.VmSession(rwdirs=[shared], exit_with=7) as s:
         yield s, shared
     # the agent's exit status travelled back through run_in_vm's status file
     assert s.exit_status == 7
 
 
-def run(session: tuple[vm.VmSession, Path], *argv: str) -> vm.VmResult:
+def run(session: tuple[vmsession.VmSession, Path], *argv: str) -> vmsession.VmResult:
     return session[0].run(list(argv), timeout=120)
 
 
-def test_guest_boots_the_stock_kernel_with_netem(session: tuple[vm.VmSession, Path]) -> None:
-    code = "from mprig import vm; import os; "
-    code += "print(vm.netem_available(), vm.in_vm(), os.uname().release)"
+def test_guest_boots_the_stock_kernel_with_netem(session: tuple[vmsession.VmSession, Path]) -> None:
+    code = "from mprig import vmprobe; import os; "
+    code += "print(vmprobe.netem_available(), vmprobe.in_vm(), os.uname().release)"
     r = run(session, sys.executable, "-c", code)
     assert (r.returncode, r.stdout.split()) == (
         0,
-        ["True", "True", vm.find_kernel().name.removeprefix("vmlinuz-")],
+        ["True", "True", vmprobe.find_kernel().name.removeprefix("vmlinuz-")],
     )
 
 
-def test_guest_environment_is_the_documented_one(session: tuple[vm.VmSession, Path]) -> None:
+def test_guest_environment_is_the_documented_one(session: tuple[vmsession.VmSession, Path]) -> None:
     r = run(
         session,
         "sh",
@@ -52,19 +52,19 @@ def test_guest_environment_is_the_documented_one(session: tuple[vm.VmSession, Pa
     assert r.stdout.splitlines() == ["mprig-vm", os.getcwd(), venv_bin, "/tmp", "writable"]
 
 
-def test_exit_status_and_stderr_come_back(session: tuple[vm.VmSession, Path]) -> None:
+def test_exit_status_and_stderr_come_back(session: tuple[vmsession.VmSession, Path]) -> None:
     r = run(session, "sh", "-c", "echo out; echo err >&2; exit 3")
     assert (r.returncode, r.stdout, r.stderr) == (3, "out\n", "err\n")
 
 
-def test_rwdir_is_shared_both_ways(session: tuple[vm.VmSession, Path]) -> None:
+def test_rwdir_is_shared_both_ways(session: tuple[vmsession.VmSession, Path]) -> None:
     shared = session[1]
     (shared / "from-host").write_text("hello")
     r = run(session, "sh", "-c", f"cat {shared}/from-host; echo back > {shared}/from-guest")
     assert (r.stdout, (shared / "from-guest").read_text()) == ("hello", "back\n")
 
 
-def test_netem_qdisc_works_inside(session: tuple[vm.VmSession, Path]) -> None:
+def test_netem_qdisc_works_inside(session: tuple[vmsession.VmSession, Path]) -> None:
     script = (
         "ip netns add h2vm && ip -n h2vm link add name a type veth peer name b && "
         "tc -n h2vm qdisc add dev a root netem delay 10ms rate 10mbit limit 100 && "
@@ -95,7 +95,7 @@ print(virtual.leftovers("h2vm"))
 
 
 def test_virtual_rig_with_ssh_works_inside_the_vm(
-    session: tuple[vm.VmSession, Path],
+    session: tuple[vmsession.VmSession, Path],
 ) -> None:
     r = session[0].run([sys.executable, "-c", RIG_IN_VM], timeout=300)
     expected = ["virtual-vm ['UP', '10.2.1.2/24']", "[]"]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mprig import vm
+from mprig import vmsession
 
 
 @contextmanager
@@ -22,7 +22,7 @@ def campaign_in_vm(text: str, name: str, *, rig: str, timeout: float) -> Iterato
         spec.write_text(text)
         argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
         argv += ["--rig", rig, "--results", str(out)]
-        with vm.VmSession(rwdirs=[out]) as session:
+        with vmsession.VmSession(rwdirs=[out]) as session:
             done = session.run(argv, timeout=timeout)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         yield out / name

@@ -55,20 +55,20 @@ def test_only_the_first_wifi_path_gets_a_radio() -> None:
 def test_a_campaign_that_wants_hwsim_gets_vm_mode_where_the_kernel_lacks_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mprig import vm
+    from mprig import vmprobe
 
-    monkeypatch.delenv(vm.IN_VM_ENV, raising=False)
-    monkeypatch.setattr(vm, "find_kernel", lambda: Path("/boot/vmlinuz-6.1.0-56-amd64"))
-    monkeypatch.setattr(vm, "netem_available", lambda: True)
-    monkeypatch.setattr(vm, "hwsim_available", lambda: False)
-    assert vm.choose_mode("auto")[0] == "native"
-    mode, why = vm.choose_mode("auto", hwsim=True)
+    monkeypatch.delenv(vmprobe.IN_VM_ENV, raising=False)
+    monkeypatch.setattr(vmprobe, "find_kernel", lambda: Path("/boot/vmlinuz-6.1.0-56-amd64"))
+    monkeypatch.setattr(vmprobe, "netem_available", lambda: True)
+    monkeypatch.setattr(vmprobe, "hwsim_available", lambda: False)
+    assert vmprobe.choose_mode("auto")[0] == "native"
+    mode, why = vmprobe.choose_mode("auto", hwsim=True)
     assert (mode, why.startswith("mac80211_hwsim is missing")) == ("vm", True)
-    monkeypatch.setattr(vm, "netem_available", lambda: False)
-    assert vm.choose_mode("auto", hwsim=True)[1].startswith("sch_netem and mac80211_hwsim are")
-    monkeypatch.setattr(vm, "netem_available", lambda: True)
-    monkeypatch.setattr(vm, "hwsim_available", lambda: True)
-    assert vm.choose_mode("auto", hwsim=True)[0] == "native"
+    monkeypatch.setattr(vmprobe, "netem_available", lambda: False)
+    assert vmprobe.choose_mode("auto", hwsim=True)[1].startswith("sch_netem and mac80211_hwsim are")
+    monkeypatch.setattr(vmprobe, "netem_available", lambda: True)
+    monkeypatch.setattr(vmprobe, "hwsim_available", lambda: True)
+    assert vmprobe.choose_mode("auto", hwsim=True)[0] == "native"
 
 
 def test_rig_wifi_is_veth_or_hwsim(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import doctor, vm
+from mprig import doctor, vm, vmprobe
 from mprig.cmd_rig import render_status
 from mprig.errors import MprigError, ToolMissing
 from mprig.rig.ssh import SshHost
@@ -15,22 +15,22 @@ from mprig.rig.ssh import SshHost
 def test_find_kernel_takes_the_newest_version(tmp_path: Path) -> None:
     for name in ("vmlinuz-5.10.0-9-amd64", "vmlinuz-6.1.0-56-amd64", "vmlinuz-6.1.0-9-amd64"):
         (tmp_path / name).touch()
-    assert vm.find_kernel(tmp_path) == tmp_path / "vmlinuz-6.1.0-56-amd64"
+    assert vmprobe.find_kernel(tmp_path) == tmp_path / "vmlinuz-6.1.0-56-amd64"
 
 
 def test_find_kernel_without_images_says_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(ToolMissing, match="apt-get install linux-image-amd64"):
-        vm.find_kernel(tmp_path)
+        vmprobe.find_kernel(tmp_path)
 
 
 def test_choose_mode_honours_no_vm_and_the_vm_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert vm.choose_mode("native") == ("native", "--no-vm given")
-    monkeypatch.setenv(vm.IN_VM_ENV, "1")
-    mode, why = vm.choose_mode("vm")
+    assert vmprobe.choose_mode("native") == ("native", "--no-vm given")
+    monkeypatch.setenv(vmprobe.IN_VM_ENV, "1")
+    mode, why = vmprobe.choose_mode("vm")
     assert (mode, why.startswith("inside the campaign VM")) == ("native", True)
-    monkeypatch.delenv(vm.IN_VM_ENV)
+    monkeypatch.delenv(vmprobe.IN_VM_ENV)
     with pytest.raises(MprigError, match="rig mode must be auto, native or vm"):
-        vm.choose_mode("fast")
+        vmprobe.choose_mode("fast")
 
 
 def test_guest_script_sets_the_environment_then_records_the_status() -> None:
@@ -155,14 +155,14 @@ def test_ssh_argv_runs_inside_the_controller_namespace() -> None:
 def test_a_run_records_how_its_vm_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run.json `acceleration`: seen from inside the guest, KVM's paravirtual clock is
     offered only under KVM (the clock sources of a real KVM and a real emulated guest)."""
-    from mprig import vm
+    from mprig import vmprobe
 
     kvm_guest, tcg_guest = tmp_path / "kvm", tmp_path / "tcg"
     kvm_guest.write_text("kvm-clock tsc hpet acpi_pm \n")
     tcg_guest.write_text("tsc hpet acpi_pm \n")
-    monkeypatch.delenv(vm.IN_VM_ENV, raising=False)
-    assert vm.acceleration(kvm_guest) == "native"
-    monkeypatch.setenv(vm.IN_VM_ENV, "1")
-    assert vm.acceleration(kvm_guest) == "kvm"
-    assert vm.acceleration(tcg_guest) == "software emulation"
-    assert vm.acceleration(tmp_path / "gone") == "unrecorded"
+    monkeypatch.delenv(vmprobe.IN_VM_ENV, raising=False)
+    assert vmprobe.acceleration(kvm_guest) == "native"
+    monkeypatch.setenv(vmprobe.IN_VM_ENV, "1")
+    assert vmprobe.acceleration(kvm_guest) == "kvm"
+    assert vmprobe.acceleration(tcg_guest) == "software emulation"
+    assert vmprobe.acceleration(tmp_path / "gone") == "unrecorded"

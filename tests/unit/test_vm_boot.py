@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import kvm, vm
+from mprig import kvm, vm, vmprobe
 from mprig.errors import MprigError
 
 FAKE_VNG = Path(__file__).parent / "fakevng" / "vng"
@@ -163,8 +163,8 @@ def test_a_redirected_log_keeps_the_lines_printed_before_the_vm(
 
 
 def test_inside_the_vm_the_mode_names_the_real_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(vm.IN_VM_ENV, "1")
-    mode, why = vm.choose_mode("native")
+    monkeypatch.setenv(vmprobe.IN_VM_ENV, "1")
+    mode, why = vmprobe.choose_mode("native")
     assert (mode, why.startswith("inside the campaign VM")) == ("native", True)
 
 
