@@ -18,275 +18,36 @@ scale it into the paper's unit, the value and a tolerance with the reason for it
 - "configuration check" when the metric is a configured quantity (seed 004's buffer
   rule computed from the paths), which cannot fail by measurement: counted apart;
 - "not comparable" with the reason when no run, metric or kernel feature allows it.
+
+The files' schema and loading are reports/refspec.py, the runs' facts and the matching of
+conditions reports/refmatch.py, the interval and verdict arithmetic reports/refstats.py.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mprig.errors import SpecError, UsageError
-from reports.results import Results, short_axis
+from reports.refmatch import CONFIGURED, available_cc, describe, match, run_facts
+from reports.refspec import REFERENCES_DIR, Entry, Reference, load_all, select
+from reports.refstats import NAN, Estimate, NotComparable, Verdict, decide, estimate
+from reports.results import Results
 from reports.tables import sig
 
 if TYPE_CHECKING:
     import pandas as pd
 
-REFERENCES_DIR = Path(__file__).parent / "references"
-RefId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{2,95}$")]
-Scalar = float | int | str | bool
 COUPLED_CC = frozenset(
     {"lia", "olia", "balia", "wvegas", "fully_coupled", "fccc", "prr_lia", "door_lia", "door_fccc"}
 )  # multipath-aware
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Range(_Strict):
-    """A numeric condition: min <= value <= max (either bound optional)."""
-
-    min: float | None = None
-    max: float | None = None
-
-
-Condition = Scalar | list[Scalar] | Range  # one value, any of several, or a range
-
-
-# Metrics whose values can fall below 0; every other one is a rate, size, count or share.
-SIGNED_METRICS = frozenset({"delay_diff_ms"})
-
-
-class Tolerance(_Strict):
-    """How far ours may be from the paper's, and why that far."""
-
-    abs: float | None = Field(default=None, ge=0)  # |ours - paper| <= abs (reference's unit)
-    rel: float | None = Field(default=None, ge=0)  # |ours - paper| <= rel * |paper|
-    spread: float | None = Field(default=None, gt=0)  # <= spread x our run-to-run SD
-    # where the width comes from: the paper's own spread, our measured spread, the
-    # resolution of a figure or text it was read off, or arithmetic on configured values
-    basis: Literal["paper", "measured", "reading", "arithmetic"]
-    why: str = Field(min_length=10)  # the reason, in words
-
-    @model_validator(mode="after")
-    def _one(self) -> Tolerance:
-        if sum(x is not None for x in (self.abs, self.rel, self.spread)) != 1:
-            raise ValueError("give exactly one of abs, rel or spread")
-        return self
-
-    def bound(self, value: float, sd: float = math.nan) -> float:
-        """The half-width of the window around VALUE (NaN: spread-based, SD unknown)."""
-        if self.abs is not None:
-            return self.abs
-        if self.rel is not None:
-            return self.rel * abs(value)
-        return (self.spread or 0.0) * sd
-
-    def __str__(self) -> str:
-        if self.abs is not None:
-            return f"±{self.abs:g}"
-        if self.rel is not None:
-            return f"±{self.rel * 100:g} %"
-        return f"±{self.spread:g} SD"
-
-
-class Requires(_Strict):
-    """Stack features a reference needs; checked against the hosts' facts in run.json."""
-
-    congestion_control: tuple[str, ...] = ()  # any one of these must be available
-
-
-class Paper(_Strict):
-    """The paper a file's references come from."""
-
-    seed: str = Field(pattern=r"^[0-9]{3}$")  # id in shared PAPERS.md
-    title: str
-    cite: str = ""  # authors, venue, year
-
-
-class Reference(_Strict):
-    """One published number."""
-
-    id: RefId
-    source: str  # "Table III", "Fig. 9", "text (scenario 1)"
-    setup: str = ""  # the paper's setup for this number, in words
-    conditions: dict[str, Condition] = Field(default_factory=dict)  # runs it applies to
-    metric: str  # our runs.parquet column
-    scale: float = 1.0  # ours x scale = the paper's unit (ooo_ratio x 100 -> %)
-    aggregate: Literal["mean", "median", "max", "min"] = "mean"  # per repetition, over runs
-    relative_to: dict[str, Condition] | None = None  # ours = agg(conditions) / agg(these)
-    relation: Literal["ratio", "gain_pct"] = "ratio"  # with relative_to: x or (x - 1) x 100
-    kind: Literal["value", "at_most", "at_least"] = "value"  # bounds: "never above 15"
-    unit: str
-    value: float
-    tolerance: str | None = None  # a name from the file's `tolerances`; default the file's
-    floor: float | None = None  # at_most: the window's lower end (paper's unit)
-    floor_capacity: float | None = Field(default=None, gt=0, le=1)  # or this x capacity
-    ceiling: float | None = None  # at_least: the window's upper end (paper's unit)
-    no_effect: float | None = None  # default: 0 (a value, a gain in %), 1 (a ratio)
-    requires: Requires = Requires()
-    note: str = ""  # what the rig cannot reproduce, and why
-
-    @model_validator(mode="after")
-    def _two_sided(self) -> Reference:
-        if self.kind == "at_most" and self.floor is None and self.floor_capacity is None:
-            raise ValueError("an at_most bound needs a sanity floor (floor or floor_capacity)")
-        if self.kind == "at_least" and self.ceiling is None:
-            raise ValueError("an at_least bound needs a ceiling")
-        if self.floor_capacity is not None and self.relative_to is not None:
-            raise ValueError("floor_capacity is for a rate, not a ratio: give floor")
-        return self
-
-    @property
-    def nonnegative(self) -> bool:
-        """Whether the compared quantity cannot be below 0: every metric but a signed one,
-        and a ratio of two; a gain in % can."""
-        gain = self.relative_to is not None and self.relation == "gain_pct"
-        return not gain and self.metric not in SIGNED_METRICS
-
-    @property
-    def null_value(self) -> float:
-        """The value that means "no effect": 0, or 1 for a ratio."""
-        if self.no_effect is not None:
-            return self.no_effect
-        return 1.0 if self.relative_to is not None and self.relation == "ratio" else 0.0
-
-
-class ReferenceFile(_Strict):
-    """A references YAML file: one paper, its named tolerances, its numbers."""
-
-    paper: Paper
-    tolerances: dict[str, Tolerance] = Field(min_length=1)  # name -> width and reason
-    tolerance: str  # the default tolerance's name
-    references: tuple[Reference, ...] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _names(self) -> ReferenceFile:
-        for name in (self.tolerance, *(r.tolerance for r in self.references if r.tolerance)):
-            if name not in self.tolerances:
-                known = ", ".join(self.tolerances)
-                raise ValueError(f"tolerance {name!r} is not in tolerances ({known})")
-        return self
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A loaded reference with its paper, effective tolerance and location."""
-
-    ref: Reference
-    paper: Paper
-    tolerance: Tolerance
-    where: str  # file:line
-
-
-# --- loading -----------------------------------------------------------------------------
-
-
-def _line_map(node: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
-    import yaml
-
-    lines = {path: node.start_mark.line + 1}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            lines.update(_line_map(value, (*path, key.value)))
-            lines[(*path, key.value)] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, value in enumerate(node.value):
-            lines.update(_line_map(value, (*path, i)))
-    return lines
-
-
-def _line_of(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
-    for end in range(len(loc), -1, -1):
-        if tuple(loc[:end]) in lines:
-            return lines[tuple(loc[:end])]
-    return None
-
-
-def load_file(path: Path) -> list[Entry]:
-    """Read and validate one references file; errors name file:line and the field."""
-    import yaml
-
-    text = path.read_text()
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 10x faster
-    try:
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)  # a safe loader (CSafeLoader or SafeLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise SpecError(str(path), mark.line + 1 if mark else None, "", f"invalid YAML: {e}") from e
-    lines = _line_map(node) if node is not None else {}
-    try:
-        doc = ReferenceFile.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = tuple(err["loc"])
-        field = ".".join(str(p) for p in loc)
-        raise SpecError(str(path), _line_of(lines, loc), field, err["msg"]) from e
-    return [
-        Entry(
-            r,
-            doc.paper,
-            doc.tolerances[r.tolerance or doc.tolerance],
-            f"{path}:{lines.get(('references', i))}",
-        )
-        for i, r in enumerate(doc.references)
-    ]
-
-
-def load_all(directory: Path = REFERENCES_DIR) -> dict[str, Entry]:
-    """Every reference of every *.yaml in DIRECTORY, by id; duplicate ids are an error."""
-    entries: dict[str, Entry] = {}
-    for path in sorted(directory.glob("*.yaml")):
-        for entry in load_file(path):
-            if entry.ref.id in entries:
-                raise SpecError(
-                    entry.where,
-                    None,
-                    "id",
-                    f"duplicate reference id {entry.ref.id!r}, "
-                    f"first at {entries[entry.ref.id].where}",
-                )
-            entries[entry.ref.id] = entry
-    return entries
-
-
-def select(patterns: tuple[str, ...] | list[str], entries: dict[str, Entry]) -> list[str]:
-    """Reference ids named by a campaign: exact ids or shell patterns (`000-t3-50m-*`)."""
-    chosen: list[str] = []
-    for pattern in patterns:
-        hits = sorted(fnmatch.filter(entries, pattern)) or [pattern]
-        chosen += [h for h in hits if h not in chosen]
-    return chosen
-
-
 # --- checking ----------------------------------------------------------------------------
-
-
-Verdict = Literal[
-    "reproduced",
-    "contradicted",
-    "inconclusive",
-    "not comparable",
-    "configuration check",
-    "uninformative",
-]
-VERDICTS: tuple[Verdict, ...] = (
-    "reproduced",
-    "contradicted",
-    "inconclusive",
-    "uninformative",
-    "configuration check",
-    "not comparable",
-)
-NAN = math.nan
 
 
 @dataclass(frozen=True)
@@ -312,186 +73,6 @@ class Check:
         return self.ours - self.entry.ref.value
 
 
-def _variant_paths(variant: dict[str, Any], paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if variant.get("protocol") == "tcp" and variant.get("path"):
-        names = {variant["path"]}
-    else:
-        names = set(variant.get("paths") or [p["name"] for p in paths])
-    return [p for p in paths if p.get("name") in names]
-
-
-def rcvbuf_rule_bytes(paths: list[dict[str, Any]], direction: str = "download") -> float:
-    """Seed 004's receive buffer rule: 2 x sum of path rates x the largest round trip."""
-    key = "down" if direction == "download" else "up"
-    rate_bps = sum(float(p[key]["rate_mbit"]) * 1e6 for p in paths)
-    rtt_s = max(
-        (float(p["down"].get("delay_ms", 0)) + float(p["up"].get("delay_ms", 0))) / 1000
-        for p in paths
-    )
-    return 2 * rate_bps / 8 * rtt_s
-
-
-def capacity_bps(paths: list[dict[str, Any]], direction: str = "download") -> float:
-    """The configured rate of PATHS (bits/s): netem's rate, after the Wi-Fi model maps a
-    distance to it (mprig/wifi.py), summed over the paths."""
-    from mprig import wifi
-    from mprig.spec import Path as PathSpec
-
-    key = "down" if direction == "download" else "up"
-    total = 0.0
-    for p in paths:
-        try:
-            total += getattr(wifi.effective_path(PathSpec.model_validate(p)), key).rate_mbit * 1e6
-        except (ValidationError, ValueError):
-            total += float((p.get(key) or {}).get("rate_mbit", NAN)) * 1e6
-    return total
-
-
-def _delay_difference_ms(paths: list[dict[str, Any]]) -> float:
-    """Largest minus smallest one-way (down) delay over the rig's paths: Table I's axis."""
-    delays = [float((p.get("down") or {}).get("delay_ms", 0)) for p in paths]
-    return max(delays) - min(delays) if delays else NAN
-
-
-def _derived(
-    variant: dict[str, Any], paths: list[dict[str, Any]], direction: str
-) -> dict[str, Any]:
-    from mprig import presets
-
-    used = _variant_paths(variant, paths)
-    if not used:
-        return {}
-    return {
-        "path_kinds": "+".join(sorted(str(p.get("kind")) for p in used)),
-        "rcvbuf_rule_bytes": rcvbuf_rule_bytes(used, direction),
-        "capacity_bps": capacity_bps(used, direction),
-        "delay_diff_ms": _delay_difference_ms(paths),
-        "coupling": presets.coupling(str(variant.get("cc", "cubic"))),
-    }
-
-
-# Facts computed from a run's configuration, not measured: a reference on one of them is a
-# configuration check (the rule applied to the configured paths), never a reproduction.
-CONFIGURED = frozenset({"rcvbuf_rule_bytes", "capacity_bps", "delay_diff_ms"})
-
-
-PATH_FIELDS = ("distance_m", "wifi_standard", "kind")  # path-level facts
-DIRECTION_FIELDS = ("rate_mbit", "delay_ms", "jitter_ms", "loss_pct")  # of the down direction
-
-
-def _path_facts(paths: list[dict[str, Any]]) -> dict[str, Any]:
-    """`path.<name>.<field>` for fixed path settings (a condition on distance_m matches
-    them when no sweep axis names it)."""
-    out = {}
-    for p in paths:
-        for key in PATH_FIELDS:
-            if p.get(key) is not None:
-                out[f"path.{p['name']}.{key}"] = p[key]
-        for key in DIRECTION_FIELDS:
-            if (p.get("down") or {}).get(key) is not None:
-                out[f"path.{p['name']}.{key}"] = p["down"][key]
-    return out
-
-
-def _facts(results: Results) -> pd.DataFrame:
-    """Runs with the variant's fields (cc, recovery, ...) as columns, as applied per run,
-    and derived facts: path_kinds, rcvbuf_rule_bytes."""
-    frame = results.runs.copy()
-    spec_variants = {v["name"]: v for v in results.spec.get("variants", [])}
-    direction = str((results.spec.get("traffic") or {}).get("direction", "download"))
-    fields: dict[str, list[Any]] = {}
-    for i, (run_id, name) in enumerate(zip(frame["run_id"], frame["variant"], strict=True)):
-        bundle = results.bundles.get(str(run_id), {})
-        variant = bundle.get("variant") or spec_variants.get(name, {})
-        paths = bundle.get("paths") or list(results.spec.get("paths", []))
-        facts = {**variant, **_derived(variant, paths, direction), **_path_facts(paths)}
-        for key, value in facts.items():
-            if key != "name" and not isinstance(value, dict | list):
-                fields.setdefault(key, [None] * len(frame))[i] = value
-    for key, values in fields.items():
-        if key not in frame.columns:
-            frame[key] = values
-    return frame
-
-
-def _columns_for(key: str, facts: pd.DataFrame) -> list[str]:
-    if key in facts.columns and not key.startswith("param."):
-        return [key]
-    params = [c for c in facts.columns if c.startswith("param.")]
-    exact = [c for c in params if c == f"param.{key}" or short_axis(c) == key]
-    suffix = [c for c in params if c.endswith(f".{key}")]
-    fixed = [c for c in facts.columns if c.startswith("path.") and c.endswith(f".{key}")]
-    return exact or suffix or fixed
-
-
-def _absent(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _matches(value: Any, cond: Any) -> bool:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return False
-    if isinstance(cond, Range):
-        v = float(value)
-        return (cond.min is None or v >= cond.min) and (cond.max is None or v <= cond.max)
-    if isinstance(cond, list):
-        return any(_matches(value, c) for c in cond)
-    if isinstance(cond, bool) or isinstance(value, bool):
-        return bool(value) == bool(cond)
-    if isinstance(cond, int | float):
-        try:
-            return math.isclose(float(value), float(cond), rel_tol=1e-9, abs_tol=1e-12)
-        except (TypeError, ValueError):
-            return False
-    return str(value).lower() == str(cond).lower()
-
-
-def match(facts: pd.DataFrame, conditions: dict[str, Any]) -> pd.DataFrame:
-    """Rows whose facts meet every condition; raises KeyError naming an unknown key."""
-    mask = [True] * len(facts)
-    for key, cond in conditions.items():
-        cols = _columns_for(key, facts)
-        if not cols:
-            raise KeyError(key)
-        for col in cols:
-            # a path fact absent on this run's path does not constrain it
-            loose = col.startswith("path.")
-            mask = [
-                m and ((loose and _absent(v)) or _matches(v, cond))
-                for m, v in zip(mask, facts[col], strict=True)
-            ]
-    return facts[mask]
-
-
-def _describe(conditions: dict[str, Any]) -> str:
-    def one(c: Any) -> str:
-        if isinstance(c, Range):
-            low = "" if c.min is None else f"{c.min:g}"
-            high = "" if c.max is None else f"{c.max:g}"
-            return f"[{low}..{high}]"
-        return "|".join(map(str, c)) if isinstance(c, list) else str(c)
-
-    return ", ".join(f"{k}={one(c)}" for k, c in conditions.items()) or "any run"
-
-
-def _available_cc(results: Results) -> tuple[set[str] | None, str]:
-    """Congestion controls every host offers (None if run.json does not record them)."""
-    common: set[str] | None = None
-    kernels = set()
-    for bundle in results.bundles.values():
-        for host in (bundle.get("hosts") or {}).values():
-            kernels.add(str(host.get("kernel", "?")))
-            text = (host.get("sysctls") or {}).get("net.ipv4.tcp_available_congestion_control")
-            if text is not None:
-                names = set(str(text).split())
-                common = names if common is None else common & names
-    return common, ", ".join(sorted(kernels))
-
-
-class NotComparable(Exception):
-    """Why a reference cannot be checked against these results."""
-
-
 @dataclass(frozen=True)
 class Sample:
     """One side of a reference: a value per repetition, and the runs behind them."""
@@ -508,7 +89,7 @@ def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> Sa
             f"condition {e.args[0]!r} is neither a sweep axis nor a variant or path field here"
         ) from e
     if rows.empty:
-        raise NotComparable(f"no run matches conditions ({_describe(conditions)})")
+        raise NotComparable(f"no run matches conditions ({describe(conditions)})")
     done = rows[rows["status"] == "complete"]
     if done.empty:
         reasons = sorted({str(r) for r in rows.get("reason", ["no reason recorded"])})
@@ -518,89 +99,6 @@ def _side(facts: pd.DataFrame, conditions: dict[str, Any], ref: Reference) -> Sa
     if per_rep.empty:
         raise NotComparable(f"metric {ref.metric} has no values in the matching runs")
     return Sample(per_rep.to_numpy(dtype=float), done)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Ours: a mean (or a ratio of means) with its 95 % interval and effective SD."""
-
-    mean: float
-    low: float  # NaN when a side has n < 2
-    high: float
-    n: int  # repetitions of the conditions side
-    n_base: int  # repetitions of the relative_to side (0: none)
-    sd: float  # per-repetition SD such that the half-width is t x sd / sqrt(n_eff)
-
-    @property
-    def n_eff(self) -> int:
-        return min(self.n, self.n_base) if self.n_base else self.n
-
-
-def estimate(a: np.ndarray, b: np.ndarray | None = None, relation: str = "ratio") -> Estimate:
-    """Mean of A with a t interval; with B, the ratio of means (or the gain in %) with a
-    delta-method interval on min(n_a, n_b) - 1 degrees of freedom."""
-    from reports.stats import mean_ci
-
-    ci = mean_ci(a)
-    sd_a = float(np.std(a, ddof=1)) if a.size > 1 else NAN
-    if b is None:
-        return Estimate(ci.mean, ci.low, ci.high, int(a.size), 0, sd_a)
-    mb = float(np.mean(b))
-    if mb == 0:
-        raise NotComparable("the relative_to side's mean is 0")
-    ratio = ci.mean / mb
-    n = min(a.size, b.size)
-    sd_b = float(np.std(b, ddof=1)) if b.size > 1 else NAN
-    se = abs(ratio) * math.sqrt(sd_a**2 / (a.size * ci.mean**2 or NAN) + sd_b**2 / (b.size * mb**2))
-    half = _t(n) * se if n > 1 else NAN
-    est = Estimate(ratio, ratio - half, ratio + half, int(a.size), int(b.size), se * math.sqrt(n))
-    if relation != "gain_pct":
-        return est
-    return Estimate(
-        (ratio - 1) * 100,
-        (est.low - 1) * 100,
-        (est.high - 1) * 100,
-        est.n,
-        est.n_base,
-        est.sd * 100,
-    )
-
-
-def _t(n: int) -> float:
-    from scipy import stats as sps
-
-    return float(sps.t.ppf(0.975, n - 1))
-
-
-def n_needed(mean: float, window: tuple[float, float], sd: float) -> int | None:
-    """The smallest n whose 95 % interval (t x SD / sqrt n) would lie wholly inside or
-    wholly outside WINDOW around MEAN; None when no n can (mean on an edge, SD unknown)."""
-    lo, hi = window
-    if lo <= mean <= hi:
-        distance = min(mean - lo, hi - mean)
-    else:
-        distance = lo - mean if mean < lo else mean - hi
-    if not distance > 0 or not sd > 0:
-        return None
-    for n in range(2, 100_001):
-        if _t(n) * sd / math.sqrt(n) < distance:
-            return n
-    return None
-
-
-def decide(
-    mean: float, low: float, high: float, n: int, window: tuple[float, float], sd: float
-) -> tuple[Verdict, int | None]:
-    """Reproduced when the interval lies inside the window, contradicted when wholly
-    outside, otherwise inconclusive with the n that would decide it."""
-    lo, hi = window
-    if n < 2 or math.isnan(low) or math.isnan(high) or math.isnan(lo) or math.isnan(hi):
-        return "inconclusive", None
-    if low >= lo and high <= hi:
-        return "reproduced", None
-    if high < lo or low > hi:
-        return "contradicted", None
-    return "inconclusive", n_needed(mean, window, sd)
 
 
 def _window(entry: Entry, sd: float, capacity: float) -> tuple[float, float]:
@@ -636,7 +134,7 @@ def _check_requires(results: Results, ref: Reference) -> str:
         return ""
     wanted = " or ".join(ref.requires.congestion_control)
     coupled = "coupled " if set(ref.requires.congestion_control) & COUPLED_CC else ""
-    available, kernels = _available_cc(results)
+    available, kernels = available_cc(results)
     if available is None:
         return (
             f"; needs {coupled}congestion control ({wanted}), and run.json does not "
@@ -745,7 +243,7 @@ def _reason(verdict: str, est: Estimate, window: tuple[float, float], n_more: in
 
 
 def _facts_with_reasons(results: Results) -> pd.DataFrame:
-    facts = _facts(results)
+    facts = run_facts(results)
     if "reason" not in facts.columns:
         facts["reason"] = [
             results.bundles.get(str(r), {}).get("reason", "no reason recorded")
@@ -776,7 +274,7 @@ def check(results: Results, entries: dict[str, Entry], ids: list[str] | None = N
 
 def matched_variants(results: Results, entry: Entry) -> tuple[set[str], ...]:
     """The variants whose runs each side of ENTRY's conditions meets (any status)."""
-    facts = _facts(results)
+    facts = run_facts(results)
     sides = [entry.ref.conditions, *([entry.ref.relative_to] if entry.ref.relative_to else [])]
     out = []
     for conditions in sides:

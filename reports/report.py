@@ -260,7 +260,7 @@ def render_html(report: Report) -> str:
 
 
 def verdict_counts(checks: Iterable[Check]) -> dict[str, int]:
-    from reports.references import VERDICTS
+    from reports.refstats import VERDICTS
 
     counts: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for c in checks:

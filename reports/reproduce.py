@@ -695,7 +695,7 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
     """The numbers section of docs/papers.md: per committed reproduction, its verdict
     counts and environment, its orderings and its compared reference rows, read from
     verdicts.json and environment.json."""
-    from reports.references import VERDICTS
+    from reports.refstats import VERDICTS
 
     committed = _committed(reproductions)
     lines = [DOCS_BEGIN, "", "| seed | profile | " + " | ".join(VERDICTS) + " | rig |"]

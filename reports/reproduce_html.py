@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from mprig import fsio
 from mprig.errors import UsageError
 from reports import instruments, orderings
-from reports.references import VERDICTS, Entry, Reference, load_all, shown_window
+from reports.references import shown_window
+from reports.refspec import Entry, Reference, load_all
+from reports.refstats import VERDICTS
 from reports.reproduce import PAPERS, PaperPlan, comparison_rows
 from reports.results import Results
 from reports.stats import MIN_N

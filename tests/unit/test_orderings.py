@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from reports import orderings
+from reports import orderings, refspec
 from reports import references as refs
 
 
@@ -53,7 +53,7 @@ def test_a_row_without_an_interval_is_not_comparable_never_reproduced() -> None:
 
 @pytest.mark.parametrize("seed", sorted(orderings.ORDERINGS))
 def test_every_ordering_names_shipped_references_in_the_papers_order(seed: str) -> None:
-    entries = refs.load_all()
+    entries = refspec.load_all()
     for o in orderings.ORDERINGS[seed]:
         values = [entries[i].ref.value for i in o.ids]  # KeyError: an unknown id
         assert all(e.paper.seed == seed for e in (entries[i] for i in o.ids))

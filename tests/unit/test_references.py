@@ -15,13 +15,13 @@ import report_synth as rs
 
 from mprig.errors import SpecError
 from reports import references as refs
-from reports import results
+from reports import refmatch, refspec, refstats, results
 from reports.tables import fmt, sig
 
 
 @cache
-def shipped() -> dict[str, refs.Entry]:
-    return refs.load_all()
+def shipped() -> dict[str, refspec.Entry]:
+    return refspec.load_all()
 
 
 def test_every_shipped_reference_loads() -> None:
@@ -66,7 +66,7 @@ def test_unknown_key_is_rejected_with_file_and_line(tmp_path: Path) -> None:
         HEADER + "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n  colour: red\n",
     )
     with pytest.raises(SpecError) as e:
-        refs.load_file(path)
+        refspec.load_file(path)
     assert str(e.value) == f"{path}:10: references.0.colour: Extra inputs are not permitted"
 
 
@@ -78,13 +78,13 @@ def test_a_tolerance_gives_one_width_and_its_reason(tmp_path: Path) -> None:
         "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n",
     )
     with pytest.raises(SpecError) as e:
-        refs.load_file(path)
+        refspec.load_file(path)
     assert str(e.value) == (
         f"{path}:4: tolerances.t: Value error, give exactly one of abs, rel or spread"
     )
     path.write_text(path.read_text().replace("abs: 1, rel: 0.1, basis: reading, ", "rel: 0.1, "))
     with pytest.raises(SpecError, match=r"x.yaml:4: tolerances.t.basis: Field required"):
-        refs.load_file(path)
+        refspec.load_file(path)
 
 
 def test_a_reference_names_a_declared_tolerance(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_a_reference_names_a_declared_tolerance(tmp_path: Path) -> None:
         "  tolerance: wide\n",
     )
     with pytest.raises(SpecError, match=r"tolerance 'wide' is not in tolerances \(t\)"):
-        refs.load_file(path)
+        refspec.load_file(path)
 
 
 def test_duplicate_ids_across_files(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_duplicate_ids_across_files(tmp_path: Path) -> None:
     with pytest.raises(
         SpecError, match=r"b.yaml:5: id: duplicate reference id 'aaa-1', first at .*a.yaml:5"
     ):
-        refs.load_all(tmp_path)
+        refspec.load_all(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +122,11 @@ def checks(res: results.Results, ids: list[str]) -> dict[str, refs.Check]:
     return {c.id: c for c in refs.check(res, shipped(), ids)}
 
 
-def entry(tolerance: refs.Tolerance | None = None, **fields: object) -> refs.Entry:
+def entry(tolerance: refspec.Tolerance | None = None, **fields: object) -> refspec.Entry:
     """A reference built in the test (the synthetic campaign's variants are uncoupled)."""
-    ref = refs.Reference.model_validate({"id": "t-ref", "source": "s", "unit": "u", **fields})
-    tol = tolerance or refs.Tolerance(abs=5, basis="reading", why="a test's own window")
-    return refs.Entry(ref, refs.Paper(seed="000", title="T"), tol, "x.yaml:1")
+    ref = refspec.Reference.model_validate({"id": "t-ref", "source": "s", "unit": "u", **fields})
+    tol = tolerance or refspec.Tolerance(abs=5, basis="reading", why="a test's own window")
+    return refspec.Entry(ref, refspec.Paper(seed="000", title="T"), tol, "x.yaml:1")
 
 
 def test_ours_is_the_mean_of_per_repetition_values() -> None:
@@ -137,8 +137,8 @@ def test_ours_is_the_mean_of_per_repetition_values() -> None:
     per_rep = rows.groupby("repetition")["ooo_ratio"].mean() * 100
     assert (c.ours, c.n) == (pytest.approx(float(per_rep.mean())), 5)
     assert (c.low, c.high) == (
-        pytest.approx(float(per_rep.mean()) - refs._t(5) * per_rep.std() / math.sqrt(5)),
-        pytest.approx(float(per_rep.mean()) + refs._t(5) * per_rep.std() / math.sqrt(5)),
+        pytest.approx(float(per_rep.mean()) - refstats._t(5) * per_rep.std() / math.sqrt(5)),
+        pytest.approx(float(per_rep.mean()) + refstats._t(5) * per_rep.std() / math.sqrt(5)),
     )
     # healthy synthetic OOO-R is about 10 % against the paper's 5.8 %, SD about 1 point
     assert c.verdict == "contradicted"
@@ -198,11 +198,11 @@ def test_failed_runs_are_not_comparable_with_their_reason(synth: results.Results
 def test_fixed_path_settings_match_when_not_swept(synth: results.Results) -> None:
     """The synthetic wifi path is 11g with a 5 ms delay: conditions on them match its runs
     (the cellular path has no wifi_standard, so it does not constrain)."""
-    facts = refs._facts(synth)
-    assert len(refs.match(facts, {"wifi_standard": "11g", "variant": "nopr"})) == 15
-    assert len(refs.match(facts, {"wifi_standard": "11b"})) == 0
-    assert len(refs.match(facts, {"delay_ms": [5, 30]})) == 30
-    assert len(refs.match(facts, {"delay_ms": 5})) == 0  # the cellular path has 30 ms
+    facts = refmatch.run_facts(synth)
+    assert len(refmatch.match(facts, {"wifi_standard": "11g", "variant": "nopr"})) == 15
+    assert len(refmatch.match(facts, {"wifi_standard": "11b"})) == 0
+    assert len(refmatch.match(facts, {"delay_ms": [5, 30]})) == 30
+    assert len(refmatch.match(facts, {"delay_ms": 5})) == 0  # the cellular path has 30 ms
     assert set(facts["coupling"]) == {"uncoupled"}  # cc cubic
     assert set(facts["delay_diff_ms"]) == {25.0}
 
@@ -247,14 +247,14 @@ def test_rcvbuf_rule_of_seed_004() -> None:
         "down": {"rate_mbit": 2, "delay_ms": 75},
         "up": {"rate_mbit": 2, "delay_ms": 75},
     }
-    assert refs.rcvbuf_rule_bytes([wifi, cell]) == pytest.approx(375_000)
-    assert refs.rcvbuf_rule_bytes([cell]) == pytest.approx(75_000)
-    assert refs.rcvbuf_rule_bytes([wifi]) == pytest.approx(40_000)
+    assert refmatch.rcvbuf_rule_bytes([wifi, cell]) == pytest.approx(375_000)
+    assert refmatch.rcvbuf_rule_bytes([cell]) == pytest.approx(75_000)
+    assert refmatch.rcvbuf_rule_bytes([wifi]) == pytest.approx(40_000)
 
 
 def test_select_expands_patterns() -> None:
     entries = shipped()
-    assert refs.select(["000-t3-50m-nopr-*", "000-t3-50m-nopr-lu", "zzz"], entries) == [
+    assert refspec.select(["000-t3-50m-nopr-*", "000-t3-50m-nopr-lu", "zzz"], entries) == [
         "000-t3-50m-nopr-lu",
         "000-t3-50m-nopr-ooo-bo",
         "000-t3-50m-nopr-ooo-r",
@@ -307,7 +307,7 @@ def test_conditions_select_exactly_one_variant_per_side(campaign: str) -> None:
     campaign (the D-SACK rows used to meet the plain-TCP baseline, which runs D-SACK too)."""
     res = paper_results(campaign)
     wrong = {}
-    for ref_id in refs.select(tuple(res.spec["references"]), shipped()):
+    for ref_id in refspec.select(tuple(res.spec["references"]), shipped()):
         if ref_id not in shipped():
             continue  # a pattern that names no reference yet
         sides = refs.matched_variants(res, shipped()[ref_id])
@@ -360,7 +360,7 @@ def test_an_at_most_bound_without_a_floor_is_rejected(tmp_path: Path) -> None:
         "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n  kind: at_most\n",
     )
     with pytest.raises(SpecError, match=r"x.yaml:5: references.0: .*floor"):
-        refs.load_file(path)
+        refspec.load_file(path)
 
 
 def test_self_comparisons_are_configuration_checks_counted_apart() -> None:
@@ -399,13 +399,13 @@ def test_a_window_including_no_effect_cannot_hide_a_contradiction() -> None:
 def test_decide_from_the_confidence_interval(
     mean: float, low: float, high: float, n: int, sd: float, verdict: str, n_needed: int | None
 ) -> None:
-    assert refs.decide(mean, low, high, n, (8.0, 12.0), sd) == (verdict, n_needed)
+    assert refstats.decide(mean, low, high, n, (8.0, 12.0), sd) == (verdict, n_needed)
 
 
 def test_n_needed_is_the_smallest_n_whose_interval_decides() -> None:
     from scipy import stats
 
-    _, n = refs.decide(11.5, 10.5, 12.5, 5, (8.0, 12.0), 0.8)
+    _, n = refstats.decide(11.5, 10.5, 12.5, 5, (8.0, 12.0), 0.8)
     assert n is not None
     half = [float(stats.t.ppf(0.975, k - 1)) * 0.8 / math.sqrt(k) for k in (n - 1, n)]
     assert half[0] >= 0.5 > half[1]
@@ -487,7 +487,7 @@ def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
         15,
         15,
     ]
-    header = (refs.REFERENCES_DIR / "000-alheid-prr.yaml").read_text().split("\npaper:")[0]
+    header = (refspec.REFERENCES_DIR / "000-alheid-prr.yaml").read_text().split("\npaper:")[0]
     assert "15 is taken" in header and "12.26 % of 54 Mbit/s" in header
 
 
@@ -547,7 +547,7 @@ def test_a_verdict_row_shows_the_clipped_window_and_its_reason_reads_without_exp
 
     from reports.report import check_rows
 
-    tol = refs.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
+    tol = refspec.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
     kb = np.array([988.5, 3100.4, 1500.0, 2600.0, 2000.0])
     c = refs.judge(entry(tol, **OOO_BO), refs.Sample(kb, pd.DataFrame()), None)
     assert c.verdict == "uninformative" and c.window is not None and c.window[0] < 0
@@ -582,13 +582,13 @@ def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
     assert seen >= 4  # seed 000's OOO-BO rows at 70 m at least
 
 
-def judged(e: refs.Entry, values: list[float]) -> refs.Check:
+def judged(e: refspec.Entry, values: list[float]) -> refs.Check:
     import numpy as np
 
     return refs.judge(e, refs.Sample(np.array(values), pd.DataFrame()), None)
 
 
-SPREAD = refs.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
+SPREAD = refspec.Tolerance(spread=2, basis="measured", why="our run-to-run spread, twice")
 
 
 def test_a_ci_wholly_outside_a_window_holding_no_effect_is_contradicted() -> None:

@@ -265,7 +265,7 @@ def test_rendering_again_draws_the_figures_from_metrics_parquet(tmp_path: Path) 
 
 
 def test_a_window_of_a_quantity_that_cannot_be_negative_is_shown_from_0() -> None:
-    from reports.references import load_all
+    from reports.refspec import load_all
 
     c = {"id": "000-t3-70m-dsack-ooo-bo", "verdict": "uninformative", "paper": 106.0,
          "ours": 2044.5, "low": 988.53, "high": 3100.4, "n": 5,

@@ -13,7 +13,7 @@ import pytest
 
 from mprig import cli
 from reports import reproduce
-from reports.references import VERDICTS
+from reports.refstats import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
