@@ -8,15 +8,9 @@ import argparse
 from pathlib import Path
 
 from reports import reproduce_committed, reproduce_figures, reproduce_html
-from reports.reproduce import (
-    COMMITTED,
-    PAPERS,
-    PROFILES,
-    REPRODUCTIONS,
-    campaign_file,
-    reproduce,
-    update_docs,
-)
+from reports.paperplans import PAPERS
+from reports.reproduce import COMMITTED, PROFILES, REPRODUCTIONS, campaign_file, reproduce
+from reports.reproduce_docs import update_docs
 
 EPILOG = """\
 examples:

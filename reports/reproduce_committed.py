@@ -31,12 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
 from mprig.knobs import AVAILABLE_CC
-from reports.reproduce import (
-    PAPERS,
-    CampaignOutcome,
-    campaign_file,
-    write_judgement,
-)
+from reports.paperplans import PAPERS
+from reports.reproduce import CampaignOutcome, campaign_file, write_judgement
 from reports.reproduce_html import Committed, campaign_runs, read
 from reports.results import Results
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from mprig import fsio
 from mprig.errors import UsageError
 from reports import instruments, orderings
+from reports.paperplans import PAPERS, PaperPlan
 from reports.references import shown_window
 from reports.refspec import Entry, Reference, load_all
 from reports.refstats import VERDICTS
-from reports.reproduce import PAPERS, PaperPlan, comparison_rows
+from reports.reproduce import comparison_rows
 from reports.results import Results
 from reports.stats import MIN_N
 from reports.tables import NBSP, sig

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from mprig import vmsession
-from reports import reproduce
+from reports import paperplans, reproduce
 from reports.results import Results, load
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
@@ -98,7 +98,7 @@ def test_fig4_mptcp_grows_with_the_receive_buffer_and_the_report_says_how_it_com
     tput = _throughput(r, "rmem")
     mptcp = [tput[("mptcp", b)] for b in (50000.0, 1000000.0)]
     assert mptcp[-1] > mptcp[0] and not any(math.isnan(x) for x in mptcp), mptcp
-    comp = reproduce.PAPERS["004"].comparisons[0]
+    comp = paperplans.PAPERS["004"].comparisons[0]
     findings = reproduce.finding_lines(reproduce.comparison_rows(r, comp), comp)
     small = f"{tput[('mptcp', 50000.0)]:.3g} Mbit/s against {tput[('tcp_wifi', 50000.0)]:.3g}"
     assert any(small in line for line in findings), findings

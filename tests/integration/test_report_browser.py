@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import report_synth as rs
 
-from reports import report, reproduce, reproduce_html, results
+from reports import paperplans, report, reproduce, reproduce_html, results
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TABLES = (
@@ -123,7 +123,7 @@ def screenshot(tmp: Path, page: Path) -> bytes:
 def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Path:
     committed = reproduce.REPRODUCTIONS / SEED
     page = tmp_path_factory.mktemp("reproduction") / "report.html"
-    text = reproduce_html.render(reproduce.PAPERS[SEED], reproduce_html.read(committed))
+    text = reproduce_html.render(paperplans.PAPERS[SEED], reproduce_html.read(committed))
     page.write_text(text)
     return page
 

@@ -173,9 +173,9 @@ def _short(axis: str) -> str:
 
 @pytest.mark.parametrize("seed", ["000", "001", "002", "003", "004"])
 def test_reproduce_plans_name_real_campaigns_axes_and_variants(seed: str) -> None:
-    from reports import reproduce
+    from reports import paperplans
 
-    plan = reproduce.PAPERS[seed]
+    plan = paperplans.PAPERS[seed]
     # every campaign file of the seed, so `mprig reproduce` runs and reports each one
     assert sorted(plan.campaigns) == [s for s in STEMS if s.startswith(f"{seed}-")]
     for comp in plan.comparisons:
@@ -195,7 +195,7 @@ def _results(rows: list[dict[str, object]]) -> object:
 
 
 def test_comparison_rows_give_gain_over_the_baseline_per_axis_value() -> None:
-    from reports import reproduce
+    from reports import paperplans, reproduce
 
     axis = "param.paths.p2.delay_ms"
     rows = [
@@ -230,7 +230,7 @@ def test_comparison_rows_give_gain_over_the_baseline_per_axis_value() -> None:
         },
         {"run_id": "e", "variant": "mptcp", "status": "failed", axis: 500.0, "throughput_bps": 1e6},
     ]
-    comp = reproduce.PAPERS["000"].comparisons[0]
+    comp = paperplans.PAPERS["000"].comparisons[0]
     assert reproduce.comparison_rows(_results(rows), comp) == [  # type: ignore[arg-type]
         {
             "p2.delay_ms": "0",
@@ -248,9 +248,9 @@ def test_comparison_rows_give_gain_over_the_baseline_per_axis_value() -> None:
 
 
 def test_render_without_results_says_how_to_run_and_lists_differences() -> None:
-    from reports import reproduce
+    from reports import paperplans, reproduce
 
-    plan = reproduce.PAPERS["003"]
+    plan = paperplans.PAPERS["003"]
     outcomes = [reproduce.CampaignOutcome(s, "quick", None, [], "not run") for s in plan.campaigns]
     text = reproduce.render(plan, outcomes, ("reno", "bbr", "cubic"))
     assert "No results: not run. Run `mprig reproduce 003 --profile quick --run`." in text
@@ -269,9 +269,9 @@ def test_reproduce_refuses_an_unknown_seed_and_names_the_papers() -> None:
 
 
 def test_finding_lines_say_whether_mptcp_falls_below_the_baseline() -> None:
-    from reports import reproduce
+    from reports import paperplans, reproduce
 
-    comp = reproduce.PAPERS["004"].comparisons[0]
+    comp = paperplans.PAPERS["004"].comparisons[0]
     rows = [
         {"rmem": "50000", "mptcp Mbit/s": "5.1", "mptcp gain %": "-33", "tcp_wifi Mbit/s": "7.6"},
         {"rmem": "1000000", "mptcp Mbit/s": "9.5", "mptcp gain %": "25", "tcp_wifi Mbit/s": "7.6"},

@@ -420,15 +420,15 @@ def test_n_counts_repetitions_and_the_check_carries_its_interval() -> None:
 
 def test_one_value_per_cell_in_a_reproduction_report() -> None:
     """The comparison table and the verdict row of Table I print the same gain."""
-    from reports import reproduce
+    from reports import paperplans, reproduce
 
     res = paper_results("000-table1-full")
-    linux, ns3 = reproduce.PAPERS["000"].comparisons[:2]
+    linux, ns3 = paperplans.PAPERS["000"].comparisons[:2]
     for comp, column, variant in ((linux, "linux", "mptcp"), (ns3, "ns3", "mptcp_dsack")):
         rows = {r[comp.axis]: r for r in reproduce.comparison_rows(res, comp)}
         for delay in (0, 100, 500):
             (c,) = refs.check(res, shipped(), [f"000-t1-{column}-{delay}ms"])
-            assert rows[str(10 + delay)][f"{variant} gain %"] == reproduce._fmt(c.ours)
+            assert rows[str(10 + delay)][f"{variant} gain %"] == reproduce.fmt_number(c.ours)
 
 
 # --- every transcribed number against the digest of the papers (../shared/PAPERS.md) ------

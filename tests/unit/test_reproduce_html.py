@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from mprig.errors import UsageError
-from reports import reproduce, reproduce_html
+from reports import paperplans, reproduce, reproduce_html
 
 SECTIONS = [
     "verdicts",
@@ -27,7 +27,7 @@ SECTIONS = [
     "environment",
     "glossary",
 ]
-T1 = reproduce.PAPERS["000"].comparisons[0]  # Table I, Linux column: mptcp against tcp_best
+T1 = paperplans.PAPERS["000"].comparisons[0]  # Table I, Linux column: mptcp against tcp_best
 
 
 def _check(ref_id: str, verdict: str, ours: float | None, n: int, **kw: object) -> dict:
@@ -124,7 +124,7 @@ def write_fixture(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> str:
     d = write_fixture(tmp_path_factory.mktemp("reproductions"))
-    return reproduce_html.render(reproduce.PAPERS["000"], reproduce_html.read(d))
+    return reproduce_html.render(paperplans.PAPERS["000"], reproduce_html.read(d))
 
 
 def table(page: str, key: str) -> list[list[str]]:
@@ -225,7 +225,7 @@ def test_write_all_renders_every_reproduction_directory(tmp_path: Path) -> None:
 def test_a_committed_reproduction_has_a_current_report_html(seed: str) -> None:
     """Like docs/papers.md, report.html is rendered from the committed files alone."""
     d = reproduce.REPRODUCTIONS / seed
-    want = reproduce_html.render(reproduce.PAPERS[seed], reproduce_html.read(d))
+    want = reproduce_html.render(paperplans.PAPERS[seed], reproduce_html.read(d))
     html = d / "report.html"
     assert html.is_file() and html.read_text() == want, "stale: run `make papers-docs`"
 
@@ -235,7 +235,7 @@ def test_a_recorded_reason_gets_a_why_column(tmp_path: Path) -> None:
     verdicts = json.loads((d / "verdicts.json").read_text())
     verdicts["checks"][0]["reason"] = "95 % CI [52.7, 57.8] wholly outside the window [86, 94]"
     (d / "verdicts.json").write_text(json.dumps(verdicts))
-    page = reproduce_html.render(reproduce.PAPERS["000"], reproduce_html.read(d))
+    page = reproduce_html.render(paperplans.PAPERS["000"], reproduce_html.read(d))
     rows = {r[0]: r for r in table(page, "references")}
     assert rows["000-t1-ns3-0ms"][10] == verdicts["checks"][0]["reason"]
     assert rows["000-t1-linux-0ms"][10] == ""

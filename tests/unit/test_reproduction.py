@@ -12,7 +12,7 @@ import paper_synth as ps
 import pytest
 
 from mprig import cli
-from reports import reproduce
+from reports import paperplans, reproduce, reproduce_docs
 from reports.refstats import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("results")
-    for stem in reproduce.PAPERS["000"].campaigns:
+    for stem in paperplans.PAPERS["000"].campaigns:
         reps = 5 if stem == "000-table1" else 2  # scenarios: keep the test light
         ps.write(results / f"{stem}-full", f"{stem}-full", repetitions=reps)
     out = tmp_path_factory.mktemp("reproductions")
@@ -44,7 +44,7 @@ def test_the_directory_holds_metrics_report_environment_and_verdicts(written: Pa
     metrics = pd.read_parquet(written / "metrics.parquet")
     assert len(metrics) == 4 * 3 * 5 + 9 * 10 * 2 + 9 * 10 * 2
     assert len(pd.read_csv(written / "metrics.csv")) == len(metrics)
-    assert set(metrics["campaign"]) == {f"{s}-full" for s in reproduce.PAPERS["000"].campaigns}
+    assert set(metrics["campaign"]) == {f"{s}-full" for s in paperplans.PAPERS["000"].campaigns}
 
 
 def test_environment_names_kernel_tools_and_rig_mode(written: Path) -> None:
@@ -77,7 +77,7 @@ def test_verdict_counts_add_up_to_the_checks(written: Path) -> None:
 def test_report_prints_one_value_per_cell_and_links_its_figures(written: Path) -> None:
     text = (written / "report.md").read_text()
     v = json.loads((written / "verdicts.json").read_text())
-    ns3 = {c["id"]: reproduce._fmt(c["ours"]) for c in v["checks"] if "-t1-ns3-" in c["id"]}
+    ns3 = {c["id"]: reproduce.fmt_number(c["ours"]) for c in v["checks"] if "-t1-ns3-" in c["id"]}
     ns3_section = text.split("Table I, NS-3 column")[1].splitlines()
     table = next(line for line in ns3_section if line.startswith("| 10 | "))
     row = [cell.strip() for cell in table.strip("|").split("|")]
@@ -91,14 +91,14 @@ def test_report_prints_one_value_per_cell_and_links_its_figures(written: Path) -
 def test_docs_papers_md_agrees_with_the_committed_reproductions() -> None:
     """docs/papers.md's numbers come from reports/reproductions (make papers-docs)."""
     text = (ROOT / "docs" / "papers.md").read_text()
-    start, end = text.index(reproduce.DOCS_BEGIN), text.index(reproduce.DOCS_END)
-    assert text[start : end + len(reproduce.DOCS_END)] == reproduce.docs_section()
+    start, end = text.index(reproduce_docs.DOCS_BEGIN), text.index(reproduce_docs.DOCS_END)
+    assert text[start : end + len(reproduce_docs.DOCS_END)] == reproduce_docs.docs_section()
 
 
 def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) -> None:
     docs = tmp_path / "papers.md"
-    docs.write_text(f"intro\n{reproduce.DOCS_BEGIN}\nstale\n{reproduce.DOCS_END}\nrest\n")
-    assert reproduce.update_docs(docs, written.parent) is True
+    docs.write_text(f"intro\n{reproduce_docs.DOCS_BEGIN}\nstale\n{reproduce_docs.DOCS_END}\nrest\n")
+    assert reproduce_docs.update_docs(docs, written.parent) is True
     v = json.loads((written / "verdicts.json").read_text())
     row = "| 000 | full | " + " | ".join(str(v["counts"][k]) for k in VERDICTS)
     assert row + " | virtual, unrecorded, 6.12.0-synthetic |" in docs.read_text()
@@ -109,19 +109,18 @@ def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) ->
         )
     assert len(v["orderings"]) == 5
     compared = [c for c in v["checks"] if c["verdict"] != "not comparable"]
-    paper = {c["id"]: reproduce._fmt(float(c["paper"])) for c in compared}
+    paper = {c["id"]: reproduce.fmt_number(float(c["paper"])) for c in compared}
     assert compared and all(
         f"| {c['id']} | {paper[c['id']]} | " in docs.read_text() for c in compared
     )
     t1 = next(c for c in compared if c["id"] == "000-t1-ns3-0ms")
-    ours = (
-        f"{reproduce._fmt(t1['ours'])} [{reproduce._fmt(t1['low'])}, {reproduce._fmt(t1['high'])}]"
-    )
+    fmt = reproduce.fmt_number
+    ours = f"{fmt(t1['ours'])} [{fmt(t1['low'])}, {fmt(t1['high'])}]"
     assert f"| 000-t1-ns3-0ms | 90 | {ours} | 5 | {t1['verdict']} |" in docs.read_text()
-    assert reproduce.update_docs(docs, written.parent) is False
+    assert reproduce_docs.update_docs(docs, written.parent) is False
 
 
-@pytest.mark.parametrize("seed", list(reproduce.PAPERS))
+@pytest.mark.parametrize("seed", list(paperplans.PAPERS))
 def test_a_seeds_report_has_a_section_for_every_campaign_file(seed: str, tmp_path: Path) -> None:
     """A campaign added to experiments/papers/ but not to the seed's plan would never run."""
     report = reproduce.reproduce(seed, "quick", tmp_path / "results", tmp_path, run=False)
@@ -147,7 +146,7 @@ def test_core_profile_reports_its_campaigns_and_names_the_ones_it_leaves_out(
         assert "No results" not in section
     v = json.loads((tmp_path / "out" / "003" / "verdicts.json").read_text())
     assert v["profile"] == "core" and list(v["campaigns"]) == [
-        f"{s}-core" for s in reproduce.PAPERS["003"].campaigns
+        f"{s}-core" for s in paperplans.PAPERS["003"].campaigns
     ]
     assert sum(v["campaigns"]["003-scenario1-core"].values()) > 0
 
@@ -161,11 +160,11 @@ def test_docs_print_thousands_as_the_html_does_never_in_exponent_form() -> None:
     """docs/papers.md printed OOO-BO as 2.04e+03 where report.html prints 2 040."""
     from reports import reproduce_html
 
-    (row,) = reproduce.checked_lines({"000": {"checks": [OOO_BO]}})[3:]
+    (row,) = reproduce_docs.checked_lines({"000": {"checks": [OOO_BO]}})[3:]
     ours = f"2{THIN}040 [989, 3{THIN}100]"
     assert row == f"| 000-t3-70m-dsack-ooo-bo | 106 | {ours} | 5 | uninformative |"
     values = (2044.5, 55.26, -42.56, 0.012345, 750000.0, 1234567.0)
-    assert [reproduce._fmt(x) for x in values] == [reproduce_html.sig(x) for x in values]
+    assert [reproduce.fmt_number(x) for x in values] == [reproduce_html.sig(x) for x in values]
 
 
 def test_the_reports_orderings_print_thousands_without_exponents() -> None:
@@ -177,7 +176,7 @@ def test_the_reports_orderings_print_thousands_without_exponents() -> None:
 
 
 def test_a_gain_of_a_thousand_percent_is_a_finding_too() -> None:
-    comp = reproduce.PAPERS["000"].comparisons[0]
+    comp = paperplans.PAPERS["000"].comparisons[0]
     row = {comp.axis: "10", "mptcp Mbit/s": "19.5", "mptcp gain %": f"1{THIN}040",
            "tcp_best Mbit/s": "1.7"}  # fmt: skip
     assert reproduce.finding_lines([row], comp) == [
