@@ -325,7 +325,8 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
         waits.append((host, wait_cmd('logged "$1" "bytes"', path)))
     for host, argv, log in cmds.timed:  # Python started before the traffic (timeline.py)
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
-        waits.append((host, wait_cmd('logged "$1" "ready"', f"{a.remote(host)}/{log}")))
+        ready = wait_cmd('logged "$1" "ready"', f"{a.remote(host)}/{log}", limit=60)
+        waits.append((host, ready))  # a cold Python under busy emulation took over 10 s
     if cmds.server is not None:
         host, argv = cmds.server
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
