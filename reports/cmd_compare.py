@@ -51,14 +51,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
     """Write the comparison in FORMATS into OUT; returns the files written."""
     from mprig import fsio
-    from reports import compare
+    from reports import compare, compare_render
 
     assert isinstance(comparison, compare.Comparison)
     out.mkdir(parents=True, exist_ok=True)
     writers: dict[str, tuple[str, Callable[[], str]]] = {
-        "md": ("compare.md", lambda: compare.render_markdown(comparison)),
+        "md": ("compare.md", lambda: compare_render.render_markdown(comparison)),
         "json": ("compare.json", lambda: json.dumps(comparison.to_dict(), indent=1, default=str)),
-        "html": ("compare.html", lambda: compare.render_html(comparison)),
+        "html": ("compare.html", lambda: compare_render.render_html(comparison)),
     }
     written = []
     for fmt in formats:
@@ -68,7 +68,7 @@ def write(comparison: object, out: Path, formats: list[str]) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports import compare, results
+    from reports import compare, compare_render, results
     from reports.report import parse_formats
 
     formats = parse_formats(args.format, FORMATS)
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for path in write(comparison, args.out or args.current / "compare", formats):
         print(path)
     for row in comparison.regressions:
-        print(f"regression: {row.metric} {compare.where(row)} {compare.pct(row.ratio)}")
-    print(compare.summary_line(comparison))
+        print(
+            f"regression: {row.metric} {compare_render.where(row)} {compare_render.pct(row.ratio)}"
+        )
+    print(compare_render.summary_line(comparison))
     return comparison.exit_code

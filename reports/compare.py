@@ -21,6 +21,13 @@ import numpy as np
 
 from mprig.errors import UsageError
 from reports import directions as dirs
+from reports.compare_checks import (
+    MIN_RUNS,
+    check_complete,
+    check_same_campaign,
+    common_metrics,
+    run_groups,
+)
 from reports.results import Results, point_label
 from reports.stats import (
     beyond_tolerance_p,
@@ -30,9 +37,6 @@ from reports.stats import (
     needed_repetitions,
 )
 
-# Keys that do not change the experiment: prose, and which paper numbers it is held to.
-IGNORED_SPEC_KEYS = ("description", "references")
-MIN_RUNS = 2  # complete runs per side and group; a median of one run has no interval
 FDR = 0.05  # false-discovery rate over a comparison's judged rows (Benjamini-Hochberg)
 EFFECT = 0.15  # the change a nightly must catch (--effect): sizes the repetitions note
 POWER_METRICS = ("throughput_bps", "goodput_bps")  # metrics the repetitions note sizes
@@ -248,121 +252,9 @@ def control_fdr(rows: list[Row], fdr: float = FDR) -> list[Row]:
     return out
 
 
-def spec_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Dotted keys whose values differ between two spec snapshots."""
-    fa, fb = _flatten(a), _flatten(b)
-    keys = sorted(set(fa) | set(fb))
-    return [k for k in keys if k.split(".")[0] not in IGNORED_SPEC_KEYS and fa.get(k) != fb.get(k)]
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-        return out
-    if isinstance(value, list | tuple) and all(isinstance(v, dict) and "name" in v for v in value):
-        out = {}
-        for v in value:
-            out.update(_flatten(v, f"{prefix}{v['name']}."))
-        return out if value else {prefix.rstrip("."): []}
-    return {prefix.rstrip("."): list(value) if isinstance(value, tuple) else value}
-
-
-def check_same_campaign(baseline: Results, current: Results) -> None:
-    """Refuse to compare results of different campaigns (or of an edited campaign)."""
-    if baseline.name != current.name:
-        raise UsageError(
-            f"different campaigns: baseline {baseline.root} is {baseline.name!r}, "
-            f"current {current.root} is {current.name!r}"
-        )
-    differ = spec_differences(baseline.spec, current.spec)
-    if differ:
-        shown = ", ".join(differ[:8]) + (f" and {len(differ) - 8} more" if len(differ) > 8 else "")
-        raise UsageError(
-            f"campaign {current.name!r} differs between baseline and current in: {shown}; "
-            "compare results of the same campaign spec"
-        )
-
-
-def check_complete(results: Results, role: str) -> None:
-    """A partial campaign cannot be compared: list the planned runs that are missing."""
-    missing = results.missing
-    if missing:
-        ids = ", ".join(m["run_id"] for m in missing[:10])
-        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise UsageError(
-            f"{role} {results.root} is a partial campaign: {len(missing)} planned runs "
-            f"missing ({ids}{more}); finish it with `mprig run` and `mprig collect`"
-        )
-
-
-def check_usable(results: Results, role: str) -> None:
-    """What a baseline must be: complete, with MIN_RUNS complete runs at every point."""
-    check_complete(results, role)
-    if results.corrupt:
-        ids = ", ".join(sorted(results.corrupt))
-        raise UsageError(f"{role} results {results.root} have corrupt runs ({ids}); see the report")
-    if results.complete.empty:
-        raise UsageError(f"{role} results {results.root} have no complete run; see the report")
-    for key, group in _groups(results).items():
-        if len(group) < MIN_RUNS:
-            point = dict(zip(results.axes, key[1:], strict=True))
-            raise UsageError(
-                f"{role} results {results.root} have {len(group)} complete runs for {key[0]} "
-                f"at {point_label(point)} (need {MIN_RUNS}); see the failed runs in the report"
-            )
-
-
-def common_metrics(baseline: Results, current: Results) -> tuple[list[str], list[str]]:
-    """Metrics with data on both sides; a metric with data on one side only is an error."""
-    have_b = {m for m in baseline.metrics if baseline.complete[m].notna().any()}
-    have_c = {m for m in current.metrics if current.complete[m].notna().any()}
-    if not have_b and not have_c:
-        raise UsageError(f"{current.root}: no metric has data; did `mprig collect` run?")
-    for role, res, absent in (
-        ("current", current, sorted(have_b - have_c)),
-        ("baseline", baseline, sorted(have_c - have_b)),
-    ):
-        if absent:
-            raise UsageError(
-                f"{role} {res.root} is missing metrics {', '.join(absent)}; "
-                "collect both result sets with the same mprig version (a nightly baseline "
-                "kept by an earlier mprig cannot be collected again: delete it, the next "
-                "night sets it)"
-            )
-    notes = []
-    empty = sorted(set(baseline.metrics) - have_b)
-    if empty:
-        notes.append(f"no data on either side, skipped: {', '.join(empty)}")
-    return sorted(have_b), notes
-
-
-def _groups(results: Results) -> dict[tuple[Any, ...], Any]:
-    """Complete runs per (variant, *sweep values) of every run present, so a point whose
-    runs all failed appears with no rows; a value absent for a variant is "-"."""
-    keys = ["variant", *results.axes]
-    frame = results.runs.copy()
-    for axis in results.axes:
-        frame[axis] = [("-" if _isnan(v) else v) for v in frame[axis]]
-    return {
-        tuple(plain(v) for v in (k if isinstance(k, tuple) else (k,))): g[g["status"] == "complete"]
-        for k, g in frame.groupby(keys, sort=True)
-    }
-
-
-def _isnan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
-def plain(value: Any) -> Any:
-    """A numpy scalar as the Python value (JSON-serialisable, hashable)."""
-    return value.item() if hasattr(value, "item") else value
-
-
 def _paired_groups(baseline: Results, current: Results) -> list[tuple[Any, ...]]:
     """(key, point, baseline rows, current rows) per (variant, sweep point)."""
-    base_groups, cur_groups = _groups(baseline), _groups(current)
+    base_groups, cur_groups = run_groups(baseline), run_groups(current)
     out = []
     for key in sorted(set(base_groups) | set(cur_groups), key=str):
         b, c = base_groups.get(key), cur_groups.get(key)
@@ -439,107 +331,3 @@ def judge(
     if direction == dirs.HIGHER:
         return "regression" if high < worse_low else "improvement" if low > better_high else "ok"
     return "regression" if low > better_high else "improvement" if high < worse_low else "ok"
-
-
-# --- rendering ---------------------------------------------------------------------------
-
-
-def pct(ratio: float) -> str:
-    """A ratio as a signed change: 0.83 -> "-17.0 %"."""
-    return "–" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f} %"
-
-
-def where(row: Row) -> str:
-    """Variant and sweep point of a row: "mptcp @ wifi.distance_m=50"."""
-    return row.variant + (f" @ {point_label(row.point)}" if row.point else "")
-
-
-def worst(rows: list[Row]) -> Row:
-    """The regression farthest beyond its tolerance (by the interval's near end)."""
-    return max(rows, key=lambda r: (1 - r.high) if r.direction == dirs.HIGHER else (r.low - 1))
-
-
-def spread(c: Comparison) -> str:
-    """The night's spread over its judged rows: `changes -3.1 to +2.9 %, median 95 % CI
-    ±4.2 %; FDR 5 % over 30 rows`."""
-    judged = [r for r in c.rows if r.verdict in JUDGED and not math.isnan(r.ratio)]
-    if not judged:
-        weak = sum(r.verdict.startswith("underpowered") for r in c.rows)
-        return f"no judged rows, {weak} underpowered" if weak else "no judged rows"
-    changes = [r.change_pct for r in judged]
-    widths = [(r.high - r.low) / 2 * 100 for r in judged if not math.isnan(r.low)]
-    median = f"median 95 % CI ±{float(np.median(widths)):.1f} %; " if widths else ""
-    weak = sum(r.verdict.startswith("underpowered") for r in c.rows)
-    return (
-        f"changes {min(changes):+.1f} to {max(changes):+.1f} %, {median}"
-        f"FDR {FDR * 100:g} % over {len(judged)} rows" + (f", {weak} underpowered" if weak else "")
-    )
-
-
-def summary_line(c: Comparison) -> str:
-    """One line: `REGRESSION goodput_bps mptcp -17.2 % [-21.0, -13.1] q=0.0004 (+2 more)`
-    or `OK (14 metrics, 0 regressions; changes ..., median 95 % CI ...; FDR ...)`."""
-    metrics = len({r.metric for r in c.rows})
-    regs = c.regressions
-    n = len(c.corrupt)
-    bad = f"; {n} corrupt run{'s' if n > 1 else ''} excluded" if n else ""
-    if not regs:
-        head = "CORRUPT" if n else "OK"
-        return f"{head} ({metrics} metrics, 0 regressions; {spread(c)}{bad})"
-    r = worst(regs)
-    more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
-    return (
-        f"REGRESSION {r.metric} {where(r)} {pct(r.ratio)} "
-        f"[{(r.low - 1) * 100:+.1f}, {(r.high - 1) * 100:+.1f}] q={r.q_value:.2g}{more}{bad}"
-    )
-
-
-def display_rows(c: Comparison) -> list[dict[str, str]]:
-    """Rows for Markdown and HTML, regressions first."""
-    order = {"regression": 0, "improvement": 1}
-    rows = sorted(c.rows, key=lambda r: (order.get(r.verdict, 2), r.metric, r.variant))
-    return [
-        {
-            "metric": r.metric,
-            "where": where(r),
-            "n": f"{r.n_baseline}/{r.n_current}",
-            "baseline": f"{r.median_baseline:.4g}",
-            "current": f"{r.median_current:.4g}",
-            "change": pct(r.ratio),
-            "interval": "–" if math.isnan(r.low) else f"[{pct(r.low)}, {pct(r.high)}]",
-            "p": "–" if math.isnan(r.p_value) else f"{r.p_value:.2g}",
-            "q": "–" if math.isnan(r.q_value) else f"{r.q_value:.2g}",
-            "verdict": r.verdict,
-        }
-        for r in rows
-    ]
-
-
-COLUMNS = ("metric", "where", "n", "baseline", "current", "change", "interval", "q", "p", "verdict")
-
-
-def render_markdown(c: Comparison) -> str:
-    lines = [
-        f"# Compare {c.campaign}",
-        "",
-        f"Baseline `{c.baseline}`, current `{c.current}`; tolerance {c.tolerance:.0%}; "
-        "effect: ratio of medians with a bootstrap 95 % interval; q: one-sided Welch test of "
-        f"a change beyond the tolerance, Benjamini-Hochberg adjusted over the judged rows "
-        f"(regression at q <= {FDR:g}); p: Mann-Whitney U, for reference.",
-        "",
-        f"**{summary_line(c)}**",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "| " + " | ".join("---" for _ in COLUMNS) + " |",
-    ]
-    lines += ["| " + " | ".join(r[k] for k in COLUMNS) + " |" for r in display_rows(c)]
-    lines += ["", *(f"- {n}" for n in c.notes)]
-    return "\n".join(lines) + "\n"
-
-
-def render_html(c: Comparison) -> str:
-    from reports.html import render
-
-    return render(
-        "compare.html.j2", c=c, summary=summary_line(c), rows=display_rows(c), columns=COLUMNS
-    )

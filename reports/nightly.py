@@ -340,14 +340,14 @@ def nightly(
 ) -> Night:
     """Report, compare and record one night whose collected results are in RESULTS_DIR;
     EFFECT is the change the night must find (sizes the repetitions it needs)."""
-    from reports import compare, report, results
+    from reports import compare_checks, compare_render, report, results
 
     spreads = history_spreads(read_history(history))
     try:
         current = results.load(results_dir)
         report.write_report(current, results_dir / "report", ["html", "md"])
         if not (baseline / "campaign.json").is_file():
-            compare.check_usable(current, "tonight's")  # never a broken night as baseline
+            compare_checks.check_usable(current, "tonight's")  # never a broken night as baseline
             keep_baseline(results_dir, baseline)
             return Night(date, results_dir, f"nightly {date}: BASELINE set to {baseline}", 0)
         comparison = judge_night(current, baseline, tolerance, effect, spreads)
@@ -359,5 +359,5 @@ def nightly(
     frame = append_history(history, history_rows(date, comparison))
     trend_figure(frame, history)
     warning = repetitions_warning(comparison, spreads, effect)
-    line = f"nightly {date}: {compare.summary_line(comparison)}{warning}"
+    line = f"nightly {date}: {compare_render.summary_line(comparison)}{warning}"
     return Night(date, results_dir, line, comparison.exit_code)

@@ -10,7 +10,7 @@ import report_synth as rs
 
 from mprig.cli import main
 from mprig.errors import UsageError
-from reports import compare, results
+from reports import compare, compare_render, results
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,8 @@ def test_same_distribution_has_no_regression(sets: dict[str, Path]) -> None:
     c = compare.compare(results.load(sets["base"]), results.load(sets["same"]))
     assert c.exit_code == 0
     assert c.regressions == []
-    assert compare.summary_line(c) == (
-        f"OK ({len({r.metric for r in c.rows})} metrics, 0 regressions; {compare.spread(c)})"
+    assert compare_render.summary_line(c) == (
+        f"OK ({len({r.metric for r in c.rows})} metrics, 0 regressions; {compare_render.spread(c)})"
     )
     # 2 variants x 2 distances for every metric with data
     assert len(c.rows) == 4 * len({r.metric for r in c.rows})
@@ -49,7 +49,7 @@ def test_goodput_drop_is_a_regression(sets: dict[str, Path]) -> None:
         for d in (10.0, 50.0)
     ]
     assert c.exit_code == 1
-    line = compare.summary_line(c)
+    line = compare_render.summary_line(c)
     assert line.split()[:2] in (["REGRESSION", "goodput_bps"], ["REGRESSION", "iperf3_bps"])
     assert line.endswith("(+7 more)")
 

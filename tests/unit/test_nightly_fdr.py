@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import report_synth as rs
 
-from reports import compare, results
+from reports import compare, compare_render, results
 from reports import directions as dirs
 from reports.stats import beyond_tolerance_p, bh_adjust, bootstrap_ratio
 
@@ -106,7 +106,7 @@ def test_summary_line_shows_the_spread(tmp_path: Path) -> None:
     changes = [r.change_pct for r in judged]
     widths = sorted((r.high - r.low) / 2 * 100 for r in judged)
     metrics = len({r.metric for r in c.rows})
-    assert compare.summary_line(c) == (
+    assert compare_render.summary_line(c) == (
         f"OK ({metrics} metrics, 0 regressions; changes {min(changes):+.1f} to "
         f"{max(changes):+.1f} %, median 95 % CI ±{np.median(widths):.1f} %; "
         f"FDR 5 % over {len(judged)} rows, {len(weak)} underpowered)"
