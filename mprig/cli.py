@@ -21,6 +21,7 @@ from mprig.errors import MprigError, error_lines
 COMMAND_MODULES: tuple[str, ...] = (
     "mprig.cmd_spec",
     "mprig.cmd_run",
+    "mprig.cmd_status",
     "mprig.cmd_merge",
     "mprig.cmd_rig",
     "mprig.doctor",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import batch, cmd_run, run
+from mprig import batch, cmd_status, run
 from mprig.errors import RigBusy
 from mprig.progress import Reporter, fmt_duration
 from mprig.rig.host import Result
@@ -92,7 +92,7 @@ def test_summary_rows() -> None:
         {"variant": "tcp", "status": "failed", "throughput_bps": None},
         {"variant": "tcp", "status": "complete", "throughput_bps": 19e6},
     ]
-    assert cmd_run.summary_rows(rows) == [("mptcp", 27e6, 2, 0), ("tcp", 19e6, 1, 1)]
+    assert cmd_status.summary_rows(rows) == [("mptcp", 27e6, 2, 0), ("tcp", 19e6, 1, 1)]
 
 
 class LocalHost:
@@ -198,7 +198,7 @@ def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[
         ("failed", "failed: client: gone", None),
         ("missing", "missing", None),
     ]
-    assert cmd_run.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0), ("tcp", None, 0, 2)]
+    assert cmd_status.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0), ("tcp", None, 0, 2)]
 
 
 def test_stop_kills_a_group_that_ignores_term_and_returns_0() -> None:
