@@ -1,8 +1,9 @@
 """RBPM, seed 002's receive-buffer-based path management, as a controller on the client.
 
-Self-contained (standard library only): the runner sends this file to the client as
-`python3 -c <this file> ARGS`, so a lab client needs Python but not mprig. It also runs as
-`python -m mprig.rbpm ARGS`. See docs/rbpm.md.
+Standard library only: the runner sends this file to the client as `python3 -c <this file>
+ARGS`, with the modules it imports inlined (mprig.rbpm_run.source(): rbpm_policy.py, the
+algorithm, and rbpm_ss.py, reading ss), so a lab client needs Python but not mprig. It also
+runs as `python -m mprig.rbpm ARGS`. See docs/rbpm.md.
 
 Every interval the controller reads the MPTCP connection with `ss -tinHMm`, estimates the
 receive buffer the active subflows need (the paper's Eq. 2-4), and while that exceeds the
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
 import signal
 import subprocess
 import sys
@@ -26,215 +25,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-ENABLE_FACTOR = 2.0  # re-enable every stopped subflow when free > this x required
-
-# -- the algorithm (pure) ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Subflow:
-    """One subflow as the algorithm sees it."""
-
-    key: str  # local address:port (unique per subflow)
-    addr: str  # local address: the endpoint RBPM marks
-    rtt_ms: float  # RTT_i
-    mss: int  # MSS_i, bytes
-    pkts: float  # o_i: packets in flight per RTT (the paper takes cwnd)
-    bw: float  # bandwidth estimate, bytes/s (for the score)
-    active: bool = True  # not stopped by RBPM
-
-
-def k_ooo(rtt_i: float, rtt_j: float) -> int:
-    """Eq. 2: how many times subflow i sends a window during subflow j's RTT, beyond the
-    first: floor(RTT_j / RTT_i) - 1 when the ratio is at least 2, else 0 (for RTT_j > RTT_i)."""
-    if rtt_i <= 0 or rtt_j <= rtt_i:
-        return 0
-    ratio = rtt_j / rtt_i
-    return math.floor(ratio) - 1 if ratio >= 2 else 0
-
-
-def required_bytes(subflows: Sequence[Subflow]) -> float:
-    """Eq. 3-4: sum over the set of k(i, j) * o_i * MSS_i, j the subflow with the largest
-    RTT: the out-of-order data the faster subflows deliver while j's packet is in flight."""
-    if not subflows:
-        return 0.0
-    rtt_j = max(s.rtt_ms for s in subflows)
-    return float(sum(k_ooo(s.rtt_ms, rtt_j) * s.pkts * s.mss for s in subflows))
-
-
-def _norm(value: float, low: float, high: float) -> float:
-    return (value - low) / (high - low) if high > low else 0.0
-
-
-def scores(subflows: Sequence[Subflow]) -> dict[str, float]:
-    """Eq. 5, max-min normalisation over all subflows: (BW_i - BW_min) / (BW_max - BW_min)
-    - (RTT_i - RTT_min) / (RTT_max - RTT_min). Higher is better."""
-    bws = [s.bw for s in subflows]
-    rtts = [s.rtt_ms for s in subflows]
-    return {
-        s.key: _norm(s.bw, min(bws), max(bws)) - _norm(s.rtt_ms, min(rtts), max(rtts))
-        for s in subflows
-    }
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What one step decided."""
-
-    action: str  # none | backup | nobackup
-    targets: tuple[str, ...]  # subflow keys the action applies to
-    required: float  # Eq. 3 over the subflows active before the action, bytes
-    required_all: float  # Eq. 3 over every subflow, bytes
-    free: float  # free receive buffer, bytes
-    scores: dict[str, float]
-
-
-def decide(subflows: Sequence[Subflow], free: float, may_enable: bool = True) -> Decision:
-    """Algorithm 1 on one snapshot: re-enable every stopped subflow when free > 2 x what all
-    subflows need (and `may_enable`); else stop the worst active subflow, recalculate,
-    repeat, while the active ones need more than is free (never the last one)."""
-    every = scores(subflows)
-    active = [s for s in subflows if s.active]
-    required, required_all = required_bytes(active), required_bytes(subflows)
-    stopped = tuple(s.key for s in subflows if not s.active)
-
-    def made(action: str, targets: tuple[str, ...]) -> Decision:
-        return Decision(action, targets, required, required_all, free, every)
-
-    if stopped and may_enable and free > ENABLE_FACTOR * required_all:
-        return made("nobackup", stopped)
-    worst: list[str] = []
-    while len(active) > 1 and required_bytes(active) > free:
-        out = min(active, key=lambda s: (every[s.key], -s.rtt_ms))
-        worst.append(out.key)
-        active.remove(out)
-    return made("backup", tuple(worst)) if worst else made("none", ())
-
-
-# -- reading ss (pure) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SsSocket:
-    """One socket of `ss -tinHMm` output (the fields RBPM reads)."""
-
-    netid: str  # tcp (a subflow) or mptcp (the connection)
-    addr: str  # local address
-    port: int  # local port
-    token: str  # local MPTCP token: ties subflows to their connection
-    info: dict[str, str]  # every key:value of the info line (skmem kept whole)
-    peer: str = ""  # peer address
-    peer_port: int = 0  # peer port
-
-
-_SKMEM = re.compile(r"skmem:\(([^)]*)\)")
-_TOKEN = re.compile(r"^(?:[0-9a-f]+\(id:\d+\)/)?([0-9a-f]+)(?:\(id:\d+\))?$")
-
-
-def _local(text: str) -> tuple[str, int]:
-    addr, _, port = text.rpartition(":")
-    addr = addr.strip("[]").split("%")[0].removeprefix("::ffff:")
-    return addr, int(port) if port.isdigit() else 0
-
-
-def _info(line: str) -> dict[str, str]:
-    out = {}
-    m = _SKMEM.search(line)
-    if m:
-        out["skmem"] = m.group(1)
-    for tok in _SKMEM.sub("", line).split():
-        key, sep, value = tok.partition(":")
-        if sep:
-            out[key] = value
-    return out
-
-
-def parse_ss(text: str) -> list[SsSocket]:
-    """Sockets of `ss -tinHMm` (or `ss -tinH`) output: a socket line, then its indented
-    info line."""
-    out: list[SsSocket] = []
-    head: list[str] | None = None
-    for line in text.splitlines():
-        if line[:1] in (" ", "\t") and head is not None:
-            info = _info(line)
-            m = _TOKEN.match(info.get("token", ""))
-            addr, port = _local(head[4])
-            token = m.group(1) if m else ""
-            out.append(SsSocket(head[0], addr, port, token, info, *_local(head[5])))
-            head = None
-        elif line.strip():
-            head = line.split()
-            if head[0].isupper():  # `ss -t` alone prints no netid column: a TCP socket
-                head = ["tcp", *head]
-            if len(head) < 6:
-                head = None
-    return out
-
-
-def skmem(sock: SsSocket) -> dict[str, int]:
-    """The socket's memory counters: r (receive memory in use), rb (receive buffer), ..."""
-    items = (re.match(r"([a-z]+)(\d+)$", p) for p in sock.info.get("skmem", "").split(","))
-    return {m.group(1): int(m.group(2)) for m in items if m}
-
-
-def connection(sockets: Sequence[SsSocket]) -> tuple[SsSocket | None, list[SsSocket]]:
-    """The MPTCP connection that moved the most bytes and its established subflows."""
-    conns = {s.token: s for s in sockets if s.netid == "mptcp" and s.token}
-    subs = [s for s in sockets if s.netid == "tcp" and s.token in conns]
-
-    def moved(token: str) -> int:
-        return sum(
-            _int(s, "bytes_received") + _int(s, "bytes_acked") for s in subs if s.token == token
-        )
-
-    if not conns:
-        return None, []
-    best = max(conns, key=moved)
-    return conns[best], [s for s in subs if s.token == best]
-
-
-def _int(sock: SsSocket, key: str) -> int:
-    try:
-        return int(sock.info.get(key, "0"))
-    except ValueError:
-        return 0
-
-
-def _float(sock: SsSocket, key: str) -> float:
-    try:
-        return float(sock.info.get(key, "0").partition("/")[0])
-    except ValueError:
-        return 0.0
-
-
-def last_sample(text: str) -> tuple[float, str] | None:
-    """The newest complete sample of the ss sampler's output (a `# <unix time>` line, then
-    ss's lines): its time and ss text. The sample after the last header may be half written."""
-    heads = [m.start() for m in re.finditer(r"^# ", text, re.M)]
-    if len(heads) < 2:
-        return None
-    header, _, body = text[heads[-2] : heads[-1]].partition("\n")
-    try:
-        return float(header[2:].strip()), body
-    except ValueError:
-        return None
-
-
-def sender_subflows(text: str) -> dict[str, SsSocket]:
-    """The sender's subflows in ss output, keyed the way the receiver keys its own: the
-    peer's address:port (the client's local end)."""
-    return {f"{s.peer}:{s.peer_port}": s for s in parse_ss(text) if s.netid == "tcp"}
-
-
-def parse_endpoints(text: str) -> dict[str, tuple[int, bool]]:
-    """`ip mptcp endpoint show`: local address -> (endpoint id, backup flag)."""
-    out = {}
-    for line in text.splitlines():
-        tok = line.split()
-        if "id" in tok and tok.index("id") + 1 < len(tok):
-            out[tok[0]] = (int(tok[tok.index("id") + 1]), "backup" in tok)
-    return out
-
+from mprig.rbpm_policy import Decision, Subflow, decide  # inlined by rbpm_run.source()
+from mprig.rbpm_ss import (  # inlined by rbpm_run.source()
+    SsSocket,
+    connection,
+    last_sample,
+    parse_endpoints,
+    parse_ss,
+    sender_subflows,
+    skmem,
+    ss_float,
+    ss_int,
+)
 
 # -- estimation (state across samples) --------------------------------------------------
 
@@ -286,17 +88,17 @@ class Estimator:
         return out
 
     def _measure(self, now: float, key: str, s: SsSocket, tx: SsSocket | None) -> Subflow | None:
-        mss = _int(s, "mss") or 1448
-        rate = self._rate(now, key, _int(s, "bytes_received"))
+        mss = ss_int(s, "mss") or 1448
+        rate = self._rate(now, key, ss_int(s, "bytes_received"))
         if rate is None:
             return None
         if self.role == "sender" or tx is not None:
             tx = tx or s
-            mss = _int(tx, "mss") or mss
-            rtt, pkts = _float(tx, "rtt"), float(_int(tx, "cwnd"))
+            mss = ss_int(tx, "mss") or mss
+            rtt, pkts = ss_float(tx, "rtt"), float(ss_int(tx, "cwnd"))
             bw = pkts * mss / (rtt / 1000) if rtt > 0 else 0.0
         else:
-            rtt = _float(s, "rcv_rtt")
+            rtt = ss_float(s, "rcv_rtt")
             bw = self._peak(now, key, rate)
             pkts = bw * rtt / 1000 / mss
         return Subflow(key, s.addr, rtt, mss, pkts, bw) if rtt > 0 else None
@@ -325,14 +127,14 @@ def payload_ratio(subs: Sequence[SsSocket]) -> float:
     """Payload bytes per byte of receive memory: the kernel's scaling ratio, read as the
     largest rcv_ssthresh / rb of the subflows (a grown window reaches rb x ratio); 0.5, the
     kernel's initial ratio, when no subflow shows one."""
-    ratios = [_int(s, "rcv_ssthresh") / skmem(s)["rb"] for s in subs if skmem(s).get("rb", 0) > 0]
+    ratios = [ss_int(s, "rcv_ssthresh") / skmem(s)["rb"] for s in subs if skmem(s).get("rb", 0) > 0]
     return min(1.0, max(ratios, default=0.0)) or 0.5
 
 
 def free_bytes(role: str, conn: SsSocket, subs: Sequence[SsSocket]) -> float:
     """The free receive buffer in payload bytes, the unit of Eq. 3 (see Estimator)."""
     if role == "sender":
-        return float(max((_int(s, "snd_wnd") for s in subs), default=0))
+        return float(max((ss_int(s, "snd_wnd") for s in subs), default=0))
     mem = skmem(conn)
     return (mem.get("rb", 0) - mem.get("r", 0)) * payload_ratio(subs)
 

@@ -3,6 +3,7 @@ in the bundle, and the endpoints' backup flags cleared after the run."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from pathlib import Path
 
@@ -17,10 +18,31 @@ INTERVAL_S = 0.1
 SOURCE_NAME = "<mprig/rbpm.py>"
 
 
+INLINED = ("rbpm_policy", "rbpm_ss")  # the modules rbpm.py imports (standard library only)
+
+
 @functools.cache
 def source() -> str:
-    """mprig/rbpm.py, sent as `python3 -c` (a lab client needs Python, not mprig)."""
-    return Path(__file__).with_name("rbpm.py").read_text()
+    """mprig/rbpm.py with the modules it imports inlined, sent as `python3 -c` (a lab
+    client needs Python, not mprig)."""
+    here = Path(__file__).parent
+    text = (here / "rbpm.py").read_text()
+    for name in INLINED:
+        text = _inline(text, name, (here / f"{name}.py").read_text())
+    return text
+
+
+def _inline(text: str, name: str, module: str) -> str:
+    """TEXT with its `from mprig.NAME import ...` statement replaced by MODULE's imports
+    and definitions (its docstring and __future__ import stay out: TEXT has them)."""
+    node = next(
+        n
+        for n in ast.parse(text).body
+        if isinstance(n, ast.ImportFrom) and n.module == f"mprig.{name}"
+    )
+    lines = text.splitlines(keepends=True)
+    body = module.split("from __future__ import annotations\n", 1)[1]
+    return "".join([*lines[: node.lineno - 1], body, *lines[node.end_lineno or node.lineno :]])
 
 
 def controller_argv(run: Run, log: str, sender_ss: str | None = None) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import capture, rbpm, rbpm_run
+from mprig import capture, rbpm_policy, rbpm_run, rbpm_ss
 
 TAG = f"h18{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
@@ -134,8 +134,9 @@ def test_controller_acts_on_the_senders_inputs_and_stops_the_1_mbit_path(
             "sender", slow, 1
         )  # fmt: skip
         assert first["required"] > first["free"]
-        flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+        sub = rbpm_policy.Subflow
+        flows = [sub(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
                  for f in first["subflows"]]  # fmt: skip
-        assert abs(rbpm.required_bytes(flows) - first["required"]) < 1000
-    flags = rbpm.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
+        assert abs(rbpm_policy.required_bytes(flows) - first["required"]) < 1000
+    flags = rbpm_ss.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
     assert {a: b for a, (_, b) in flags.items()} == {f"10.118.{i}.1": False for i in range(1, 5)}

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import rbpm, rbpm_run
+from mprig import rbpm_policy, rbpm_run, rbpm_ss
 
 TAG = f"h11{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
@@ -59,12 +59,12 @@ def rig() -> Iterator[None]:
 
 def received(port: int) -> dict[str, int]:
     """Bytes received per local address by the data connection's subflows (ss)."""
-    _, subs = rbpm.connection(rbpm.parse_ss(ns(CLIENT, "ss", "-tinHMm", f"dport = :{port}")))
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(ns(CLIENT, "ss", "-tinHMm", f"dport = :{port}")))
     return {s.addr: int(s.info.get("bytes_received", "0")) for s in subs}
 
 
 def endpoints() -> dict[str, tuple[int, bool]]:
-    return rbpm.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
+    return rbpm_ss.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
 
 
 class Download:
@@ -160,9 +160,9 @@ def first_stop(log: list[dict[str, Any]], only: bool = True) -> dict[str, Any]:
     assert [f["key"] for f in slow] == targets
     assert first["endpoints"][slow[0]["key"]] == 3
     # the logged inputs reproduce the logged requirement (Eq. 3), which exceeded the free buffer
-    flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+    flows = [rbpm_policy.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
              for f in first["subflows"]]  # fmt: skip
-    assert abs(rbpm.required_bytes(flows) - first["required"]) < 1000
+    assert abs(rbpm_policy.required_bytes(flows) - first["required"]) < 1000
     assert first["required"] > first["free"]
     return first
 

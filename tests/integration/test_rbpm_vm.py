@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from vmcampaign import campaign_in_vm
 
-from mprig import rbpm
+from mprig import rbpm_policy, rbpm_ss
 
 # In `make test-long`: since RBPM reads the sender's RTTs (queueing included) it may stop a
 # second subflow or re-enable p4 for a while, and on 2026-11-25 the final CI run failed the
@@ -95,9 +95,9 @@ def test_rbpm_stops_the_slow_path_early_and_keeps_it_stopped(results: Path) -> N
     # second subflow in the same step while the rest still need more than is free
     assert (first["targets"][0], first["endpoints"][key]) == (key, 4)
     # the logged inputs give the logged requirement (Eq. 3), above the free buffer
-    flows = [rbpm.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+    flows = [rbpm_policy.Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
              for f in first["subflows"]]  # fmt: skip
-    assert abs(rbpm.required_bytes(flows) - first["required"]) < 1000
+    assert abs(rbpm_policy.required_bytes(flows) - first["required"]) < 1000
     assert first["required"] > first["free"]
     # within seconds of its first step (measured: 0.3-1.1 s; under emulation one step takes
     # about 0.5 s, and the first comes once the subflows have been seen for a second)
@@ -146,7 +146,7 @@ def test_growth_counts_a_restarted_subflow_from_zero() -> None:
 
 def _acked_by_peer(sample: str) -> dict[str, int]:
     """bytes_acked of the data connection's subflows, by the client's address."""
-    _, subs = rbpm.connection(rbpm.parse_ss(sample.partition("\n")[2]))
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(sample.partition("\n")[2]))
     return {s.peer: int(s.info.get("bytes_acked", "0")) for s in subs}
 
 

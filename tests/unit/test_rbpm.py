@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from mprig import commands, rbpm, rbpm_run
+from mprig import commands, rbpm, rbpm_policy, rbpm_run, rbpm_ss
 from mprig import run as runner
 from mprig.batch import Cmd, Done
 from mprig.plan import Run
-from mprig.rbpm import Subflow
+from mprig.rbpm_policy import Subflow
 from mprig.rig.host import PathLink
 from mprig.spec import Capture, Direction, Traffic, Variant
 from mprig.spec import Path as Path_
@@ -41,7 +41,7 @@ def flow(key: str, rtt_ms: float, pkts: float, bw: float, active: bool = True) -
     ],
 )
 def test_eq2_out_of_order_windows(rtt_i: float, rtt_j: float, k: int) -> None:
-    assert rbpm.k_ooo(rtt_i, rtt_j) == k
+    assert rbpm_policy.k_ooo(rtt_i, rtt_j) == k
 
 
 # Case A at full pipes: 5 Mbit/s x 20 ms = 12 500 B = 9 packets; 1 Mbit/s x 200 ms = 17.
@@ -58,26 +58,26 @@ CASE_B = [
 
 def test_eq3_required_buffer_case_a() -> None:
     # three fast subflows, k = 9 each: 3 x 9 x 9 x 1448
-    assert rbpm.required_bytes(CASE_A) == 351_864
-    assert rbpm.required_bytes(CASE_A[:3]) == 0  # equal RTTs: nothing arrives out of order
+    assert rbpm_policy.required_bytes(CASE_A) == 351_864
+    assert rbpm_policy.required_bytes(CASE_A[:3]) == 0  # equal RTTs: nothing arrives out of order
 
 
 def test_eq3_required_buffer_case_b() -> None:
     # j = s1 (200 ms): k = 1, 2, 9 for s2, s3, s4 -> (69 + 2 x 16 + 9 x 4) x 1448
-    assert rbpm.required_bytes(CASE_B) == 137 * MSS
+    assert rbpm_policy.required_bytes(CASE_B) == 137 * MSS
     # without s1, j = s2 (100 ms): k(60, 100) = 0, k(20, 100) = 4 -> 4 x 4 x 1448
-    assert rbpm.required_bytes(CASE_B[1:]) == 23_168
+    assert rbpm_policy.required_bytes(CASE_B[1:]) == 23_168
 
 
 def test_eq5_max_min_scores() -> None:
-    assert rbpm.scores(CASE_A) == {"p1": 1.0, "p2": 1.0, "p3": 1.0, "p4": -1.0}
-    got = rbpm.scores(CASE_B)
+    assert rbpm_policy.scores(CASE_A) == {"p1": 1.0, "p2": 1.0, "p3": 1.0, "p4": -1.0}
+    got = rbpm_policy.scores(CASE_B)
     want = {"s1": -1.0, "s2": 1 - 80 / 180, "s3": 250 / 875 - 40 / 180, "s4": 125 / 875}
     assert got == pytest.approx(want)
 
 
 def test_case_a_stops_the_slow_path_with_the_papers_200_kb_buffer() -> None:
-    d = rbpm.decide(CASE_A, 204_800)
+    d = rbpm_policy.decide(CASE_A, 204_800)
     assert (d.action, d.targets, d.required, d.required_all) == (
         "backup",
         ("p4",),
@@ -88,13 +88,13 @@ def test_case_a_stops_the_slow_path_with_the_papers_200_kb_buffer() -> None:
 
 def test_case_b_stops_subflows_1_and_3_as_in_the_papers_figure_4() -> None:
     # after s1: 23 168 B needed, less than 25 000 free -> stop; s3 scores below s4 and s2
-    assert rbpm.decide(CASE_B, 150_000).targets == ("s1",)
-    assert rbpm.decide(CASE_B, 20_000).targets == ("s1", "s3", "s4")
+    assert rbpm_policy.decide(CASE_B, 150_000).targets == ("s1",)
+    assert rbpm_policy.decide(CASE_B, 20_000).targets == ("s1", "s3", "s4")
 
 
 def test_never_stops_the_last_active_subflow() -> None:
     two = [flow("a1", 10, 100, 1_000_000), flow("b2", 100, 10, 100_000)]
-    assert rbpm.decide(two, 0).targets == ("b2",)
+    assert rbpm_policy.decide(two, 0).targets == ("b2",)
 
 
 @pytest.mark.parametrize(
@@ -109,9 +109,9 @@ def test_reenables_all_when_free_exceeds_twice_the_requirement(
     free: int, action: str, targets: tuple[str, ...]
 ) -> None:
     stopped = [*CASE_A[:3], flow("p4", 200, 17, 125_000, active=False)]
-    d = rbpm.decide(stopped, free)
+    d = rbpm_policy.decide(stopped, free)
     assert (d.action, d.targets, d.required, d.required_all) == (action, targets, 0, 351_864)
-    held = rbpm.decide(stopped, free, may_enable=False)  # within the hold time after a stop
+    held = rbpm_policy.decide(stopped, free, may_enable=False)  # within the hold time after a stop
     assert (held.action, held.targets) == ("none", ())
 
 
@@ -125,9 +125,9 @@ DATA = "10.111.2.1:51591"
 
 
 def test_parse_ss_picks_the_connection_that_moved_data() -> None:
-    conn, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    conn, subs = rbpm_ss.connection(rbpm_ss.parse_ss(SS_TEXT))
     assert conn is not None
-    mem = rbpm.skmem(conn)
+    mem = rbpm_ss.skmem(conn)
     assert (conn.token, conn.port, mem["r"], mem["rb"]) == ("22bb34ec", 56805, 28_296, 100_000)
     assert [(s.addr, s.port, s.peer, s.info["flags"], s.info.get("rcv_rtt")) for s in subs] == [
         ("10.111.3.1", 39001, "10.111.1.2", "Jjecv", "47"),
@@ -142,9 +142,9 @@ def test_parse_ss_picks_the_connection_that_moved_data() -> None:
 
 
 def test_estimator_receiver_rate_times_rtt_is_packets_per_rtt() -> None:
-    _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(SS_TEXT))
     later = SS_TEXT.replace("bytes_received:73424", f"bytes_received:{73424 + 144_800}")
-    _, subs2 = rbpm.connection(rbpm.parse_ss(later))
+    _, subs2 = rbpm_ss.connection(rbpm_ss.parse_ss(later))
     est = rbpm.Estimator("receiver", window=0.5)
     assert est.subflows(100.0, subs, set()) == []  # not seen for a window yet
     flows = est.subflows(100.5, subs2, set())
@@ -159,7 +159,7 @@ def test_estimator_receiver_rate_times_rtt_is_packets_per_rtt() -> None:
 
 
 def test_estimator_sender_uses_cwnd_and_srtt() -> None:
-    _, subs = rbpm.connection(rbpm.parse_ss(SS_TEXT))
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(SS_TEXT))
     est = rbpm.Estimator("sender", window=0.5)
     assert est.subflows(1.0, subs, set()) == []  # not seen for a window yet
     flows = est.subflows(1.5, subs, set())
@@ -176,7 +176,7 @@ def test_parse_endpoints() -> None:
         "10.111.2.1 id 2 subflow backup dev h11xc2 \n"
         "10.111.3.1 id 3 subflow dev h11xc3 \n"
     )
-    assert rbpm.parse_endpoints(text) == {
+    assert rbpm_ss.parse_endpoints(text) == {
         "10.111.1.1": (1, False),
         "10.111.2.1": (2, True),
         "10.111.3.1": (3, False),
@@ -248,9 +248,9 @@ def test_free_buffer_is_in_payload_bytes_like_the_requirement() -> None:
     """Eq. 3 counts payload (o_i x MSS); ss's rb and r count kernel memory (truesize). The
     kernel turns free memory into window with the subflows' payload/truesize ratio, which
     ss shows as rcv_ssthresh / rb once a subflow's window has grown: 128 196 / 204 800."""
-    conn, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    conn, subs = rbpm_ss.connection(rbpm_ss.parse_ss(CASE_B_RX))
     assert conn is not None
-    mem = rbpm.skmem(conn)
+    mem = rbpm_ss.skmem(conn)
     assert (mem["rb"], mem["r"]) == (204_800, 44_436)
     assert rbpm.payload_ratio(subs) == pytest.approx(128_196 / 204_800)
     assert rbpm.free_bytes("receiver", conn, subs) == pytest.approx(
@@ -263,7 +263,7 @@ def test_receiver_rtt_misses_the_queueing_the_sender_sees() -> None:
     RTT (12 ms on the 1 Mbit/s path) while the sender's smoothed RTT of the same subflow,
     the paper's RTT_i, includes its queue (286 ms). With the receiver's RTTs the slowest
     path is not the one with the largest RTT, so Eq. 2 gives k = 0 or 1."""
-    _, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(CASE_B_RX))
     rx = {s.addr: float(s.info["rcv_rtt"]) for s in subs if "rcv_rtt" in s.info}
     # the server's data subflows (ss -tinH has no netid column): peer address -> srtt
     heads, infos = CASE_B_TX.splitlines()[0::2], CASE_B_TX.splitlines()[1::2]
@@ -284,15 +284,15 @@ SLOW = "10.117.1.1:45843"  # the 1 Mbit/s path's subflow (the initial one)
 
 def test_last_sample_is_the_newest_complete_one() -> None:
     # the sample after the last header is still being written
-    assert rbpm.last_sample(CASE_B_SAMPLES) == (1_700_000_000.1, CASE_B_TX)
-    assert rbpm.last_sample(f"# 1.5\n{CASE_B_TX[:300]}") is None
+    assert rbpm_ss.last_sample(CASE_B_SAMPLES) == (1_700_000_000.1, CASE_B_TX)
+    assert rbpm_ss.last_sample(f"# 1.5\n{CASE_B_TX[:300]}") is None
 
 
 def test_sender_subflows_by_the_receivers_key() -> None:
     """The server's subflows keyed by their peer address:port, which is how the client
     names its own end: the data connection's four, with srtt and cwnd."""
-    tx = rbpm.sender_subflows(CASE_B_TX)
-    _, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    tx = rbpm_ss.sender_subflows(CASE_B_TX)
+    _, subs = rbpm_ss.connection(rbpm_ss.parse_ss(CASE_B_RX))
     keys = [f"{s.addr}:{s.port}" for s in subs]
     got = {k: (tx[k].info["rtt"], tx[k].info["cwnd"]) for k in keys}
     assert got == {
@@ -307,9 +307,9 @@ def test_case_b_sender_inputs_exceed_the_free_buffer_and_stop_the_1_mbit_path() 
     """Issue 15 part 5: with the sender's srtt and cwnd (the paper's inputs) case B's
     requirement exceeds the client's free buffer and the 1 Mbit/s subflow is stopped.
     j = 286 ms: k = 10, 7, 6 for the 24, 35 and 39 ms subflows with cwnd 10, 40, 10."""
-    conn, subs = rbpm.connection(rbpm.parse_ss(CASE_B_RX))
+    conn, subs = rbpm_ss.connection(rbpm_ss.parse_ss(CASE_B_RX))
     assert conn is not None
-    tx = rbpm.sender_subflows(CASE_B_TX)
+    tx = rbpm_ss.sender_subflows(CASE_B_TX)
     est = rbpm.Estimator("receiver", window=0.5)
     assert est.subflows(100.0, subs, set(), tx) == []  # not seen for a window yet
     flows = est.subflows(100.5, subs, set(), tx)
@@ -320,7 +320,7 @@ def test_case_b_sender_inputs_exceed_the_free_buffer_and_stop_the_1_mbit_path() 
         (SLOW, 286.16, 130.0),
     ]
     free = rbpm.free_bytes("receiver", conn, subs)
-    d = rbpm.decide(flows, free)
+    d = rbpm_policy.decide(flows, free)
     assert (d.action, d.targets, d.required) == (
         "backup",
         (SLOW,),
