@@ -21,7 +21,7 @@ all: help
 help:
 	@echo "make run    install, then run $(CAMPAIGN) on the virtual rig and write a report"
 	@echo "make test   install, then run the tests (unit, then integration)"
-	@echo "make test-long  the long VM tests (hwsim Wi-Fi with site.yml, ~20 min)"
+	@echo "make test-long  the long VM tests (hwsim Wi-Fi with site.yml, cross traffic, timeline; ~30 min)"
 	@echo "make kernel-vm  a small VM kernel with the upstream MPTCP patches; make test-kernel boots it"
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
