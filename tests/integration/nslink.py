@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import uuid
 from collections.abc import Iterator, Sequence
 
 
@@ -15,6 +16,18 @@ def sh(*argv: str) -> str:
 
 def ns(name: str, *argv: str) -> str:
     return sh("ip", "netns", "exec", name, *argv)
+
+
+@contextlib.contextmanager
+def scratch_ns(prefix: str) -> Iterator[str]:
+    """A fresh, empty network namespace named `prefix`-<random>; deleted when the block
+    ends."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    sh("ip", "netns", "add", name)
+    try:
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
 def veth_pair(a: tuple[str, str, str], b: tuple[str, str, str]) -> None:

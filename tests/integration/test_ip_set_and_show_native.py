@@ -7,10 +7,10 @@ read back as if it had worked."""
 from __future__ import annotations
 
 import subprocess
-import uuid
 from collections.abc import Iterator
 
 import pytest
+from nslink import scratch_ns, sh
 
 from mprig import isolation, knobs
 
@@ -19,19 +19,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def ns() -> Iterator[str]:
-    name = f"mprig-ipshow-{uuid.uuid4().hex[:6]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        for argv in (
-            ["ip", "link", "add", "wlan0", "type", "veth", "peer", "name", "wlan0p"],
-            ["ip", "link", "add", "wwan0", "type", "veth", "peer", "name", "wwan0p"],
-            ["ip", "addr", "add", "10.1.1.2/24", "dev", "wlan0"],
-            ["ip", "addr", "add", "10.2.1.2/24", "dev", "wwan0"],
-        ):
-            subprocess.run(["ip", "-n", name, *argv[1:]], check=True)
+    with scratch_ns("mprig-ipshow") as name:
+        for link in ("wlan0", "wwan0"):
+            sh("ip", "-n", name, "link", "add", link, "type", "veth", "peer", "name", f"{link}p")
+        sh("ip", "-n", name, "addr", "add", "10.1.1.2/24", "dev", "wlan0")
+        sh("ip", "-n", name, "addr", "add", "10.2.1.2/24", "dev", "wwan0")
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def _in(ns: str, argv: list[str]) -> subprocess.CompletedProcess[str]:

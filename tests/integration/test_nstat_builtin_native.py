@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 
 import pytest
+from nslink import scratch_ns
 
 from mprig import capture
 
@@ -18,12 +18,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def ns() -> Iterator[str]:
-    name = f"mprig-nstat-{uuid.uuid4().hex[:6]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
+    with scratch_ns("mprig-nstat") as name:
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def _in(ns: str, *argv: str) -> str:
