@@ -23,8 +23,9 @@ from mprig import commands, knobs, plan, wifi
 from mprig.errors import MprigError
 from mprig.plan import Run
 from mprig.rig.layout import MAX_PATHS, layout
-from mprig.spec import Campaign, Loc, Path, SpecIssue, Traffic, Variant, campaign_error
+from mprig.spec import Campaign, Path, Traffic, Variant, campaign_error
 from mprig.spec import load_campaign as _load
+from mprig.spec_base import Loc, SpecIssue
 from mprig.timeline_spec import timeline_issues
 
 

@@ -18,13 +18,13 @@ from mprig.spec import (
     Campaign,
     Capture,
     Path,
-    SpecIssue,
     Traffic,
     Variant,
     apply_point,
     describe_validation,
     sweep_points,
 )
+from mprig.spec_base import SpecIssue
 from mprig.timeline_spec import Event
 
 MAX_LISTED = 10  # sweep points named per problem; the rest are counted
@@ -159,6 +159,8 @@ def path_json(path: Path) -> dict[str, Any]:
     dump = path.model_dump(mode="json", exclude=unused)
     if path.trace is None:
         dump.pop("trace", None)  # no trace: no key, so adding it kept every earlier run id
+    if dump.get("family") == "ipv4":
+        dump.pop("family")  # the default: no key, so adding it kept every earlier run id
     return netemspec.hashed(dump)
 
 

@@ -15,7 +15,6 @@ from mprig.spec import (
     Campaign,
     Direction,
     Path,
-    Range,
     Traffic,
     Variant,
     apply_point,
@@ -25,6 +24,7 @@ from mprig.spec import (
     parse_campaign,
     sweep_points,
 )
+from mprig.spec_models import Range
 
 REPO = FsPath(__file__).parents[2]
 

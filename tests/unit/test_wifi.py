@@ -9,7 +9,8 @@ import typing
 import pytest
 
 from mprig import wifi
-from mprig.spec import ChannelModel, Direction, Path
+from mprig.spec import Direction, Path
+from mprig.spec_base import ChannelModel
 
 
 def test_path_loss_reference_points() -> None:
