@@ -13,7 +13,7 @@ from mprig.crossflow import background as cross_background
 from mprig.crossflow import shown as cross_shown
 from mprig.errors import UsageError
 from mprig.plan import Run
-from mprig.rig import layout
+from mprig.rig import addr6, layout
 from mprig.rig.host import PathLink, Rig
 
 SERVER_ADDR_PLACEHOLDER = "SERVER_ADDR"  # shown by `plan --commands` when no rig is up
@@ -85,7 +85,8 @@ def build(
         setup += impair.apply_commands(wifi.effective_path(path), by_name[path.name])
         teardown += impair.clear_commands(by_name[path.name])
     bind = knobs.bind_link(run.variant, links).client_addr
-    server, client = _traffic(run, server_addr, bind, rig, iperf3_mptcp_flag)
+    server_addr, listen = addr6.service(server_addr, knobs.used_links(run.variant, links))
+    server, client = _traffic(run, server_addr, bind, rig, iperf3_mptcp_flag, listen)
     background = []
     if run.variant.path_manager == "rbpm":
         log = f"{remote_dir(rig, run.run_id, 'client')}/{rbpm_run.LOG}"
@@ -103,13 +104,13 @@ def build(
 
 
 def _traffic(
-    run: Run, server_addr: str, bind: str, rig: str, flag: bool
+    run: Run, server_addr: str, bind: str, rig: str, flag: bool, listen: str
 ) -> tuple[Command, Command]:
     t, mptcp = run.traffic, run.variant.protocol == "mptcp"
     sdir, cdir = (remote_dir(rig, run.run_id, h) for h in ("server", "client"))
     if t.tool == "iperf3":
         server = traffic.iperf3_server_argv(
-            server_addr, f"{sdir}/iperf3-server.json", mptcp=mptcp, native_flag=flag
+            listen, f"{sdir}/iperf3-server.json", mptcp=mptcp, native_flag=flag
         )
         client = traffic.iperf3_client_argv(
             t, server_addr, bind, f"{cdir}/iperf3-client.json", mptcp=mptcp, native_flag=flag

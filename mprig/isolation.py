@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mprig import knobs
+from mprig.rig import addr6
 from mprig.rig.host import PathLink
 from mprig.spec import Variant
 
@@ -220,8 +221,12 @@ def expected(
         base = baseline.get(host, HostSettings())
         sysctls = {**base.sysctls, **{k: " ".join(v.split()) for k, v in wanted.items()}}
         out[host] = dataclasses.replace(base, sysctls=sysctls, mptcp_limits=limits)
-    endpoints = tuple(sorted(_endpoint(link, links) for link in knobs.used_links(variant, links)))
+    used = knobs.used_links(variant, links)
+    endpoints = tuple(sorted(_endpoint(link, links, used) for link in used))
     out["client"] = dataclasses.replace(out["client"], endpoints=endpoints)
+    if addr6.uses_v6(links):  # knobs.apply_commands set the server's endpoints too
+        server = tuple(sorted(knobs.server_endpoints(variant, links)))
+        out["server"] = dataclasses.replace(out["server"], endpoints=server)
     for host, argv in setup:
         # the root qdisc (an AQM tree's children, `parent` ...: mprig/aqm.py checks them)
         if argv[:3] == ["tc", "qdisc", "replace"] and "root" in argv and host in out:
@@ -233,9 +238,10 @@ def expected(
     return out
 
 
-def _endpoint(link: PathLink, links: tuple[PathLink, ...]) -> str:
+def _endpoint(link: PathLink, links: tuple[PathLink, ...], used: tuple[PathLink, ...]) -> str:
     """As `ip mptcp endpoint show` prints the endpoint knobs.apply_commands adds."""
-    return f"{link.client_addr} id {links.index(link) + 1} subflow dev {link.client_if}"
+    flags = " ".join(addr6.endpoint_flags(link, used))
+    return f"{link.client_addr} id {links.index(link) + 1} {flags} dev {link.client_if}"
 
 
 def diff(want: Settings, got: Settings, words: tuple[str, str] = ("spec", "host")) -> list[str]:
@@ -288,10 +294,10 @@ def restore_all(baseline: Settings) -> list[tuple[str, list[str]]]:
         if limits:
             pairs = [w for k, v in limits.items() for w in (k, v)]
             cmds.append((host, ["ip", "mptcp", "limits", "set", *pairs]))
-    if "client" in baseline:
-        cmds.append(("client", ["ip", "mptcp", "endpoint", "flush"]))
-        for line in baseline["client"].endpoints:
-            cmds.append(("client", ["ip", "mptcp", "endpoint", "add", *shlex.split(line)]))
+    for host in (h for h in ("client", "server") if h in baseline):  # server: addr6 signal
+        cmds.append((host, ["ip", "mptcp", "endpoint", "flush"]))
+        for line in baseline[host].endpoints:
+            cmds.append((host, ["ip", "mptcp", "endpoint", "add", *shlex.split(line)]))
     for host, s in baseline.items():
         for dev, values in s.devices.items():
             features = [w for k, v in values.items() if k != "qdisc" and "[fixed]" not in v

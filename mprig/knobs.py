@@ -13,7 +13,9 @@ from pathlib import Path
 from mprig import bpfcc, presets
 from mprig.batch import Cmd
 from mprig.errors import ToolMissing, UsageError
+from mprig.rig import addr6
 from mprig.rig.host import PathLink
+from mprig.rig.layout import SERVER_ADDR
 from mprig.spec import Variant
 
 # net.mptcp.pm_type; RBPM (mprig.rbpm) steers the kernel path manager's subflows from userspace
@@ -90,13 +92,23 @@ def apply_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[
     ]
     limits = ["subflows", MPTCP_LIMIT, "add_addr_accepted", MPTCP_LIMIT]
     cmds.append(("server", ["ip", "mptcp", "limits", "set", *limits]))
+    if addr6.uses_v6(links):  # the server announces its IPv4 address to mixed connections
+        server = ["mptcp endpoint flush", *(f"mptcp endpoint add {e}" for e in
+                                            server_endpoints(variant, links))]  # fmt: skip
+        cmds[-1] = ("server", ip_batch([" ".join(["mptcp", "limits", "set", *limits]), *server]))
     client = [" ".join(["mptcp", "limits", "set", *limits]), "mptcp endpoint flush"]
-    for link in used_links(variant, links):
+    used = used_links(variant, links)
+    for link in used:
         eid = str(links.index(link) + 1)
         add = ["mptcp", "endpoint", "add", link.client_addr, "dev", link.client_if]
-        client.append(" ".join([*add, "id", eid, "subflow"]))
+        client.append(" ".join([*add, "id", eid, *addr6.endpoint_flags(link, used)]))
     cmds.append(("client", ip_batch(client)))
     return cmds
+
+
+def server_endpoints(variant: Variant, links: tuple[PathLink, ...]) -> list[str]:
+    """The server endpoints a variant needs on the virtual rig (mprig/rig/addr6.py)."""
+    return addr6.server_endpoints(SERVER_ADDR, used_links(variant, links))
 
 
 # `ip -batch`: several ip commands for the price of one program started (0.1-0.3 s each

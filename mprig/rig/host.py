@@ -101,6 +101,7 @@ class PathLink:
     router_client_if: str  # router interface facing the client (egress = download)
     router_server_if: str  # router interface facing the server (egress = upload)
     engine: str = "netem"  # what carries the client link: netem, or ns3 (TAPs, rig/ns3link.py)
+    family: str = "ipv4"  # ipv4 or ipv6: the family of client_addr (mprig/rig/netns6.py)
 
 
 @dataclass(frozen=True)

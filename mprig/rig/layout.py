@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mprig.errors import UsageError
+from mprig.rig import addr6
 from mprig.rig.host import PathLink
 from mprig.spec import Path
 
@@ -87,11 +88,12 @@ def layout(paths: Sequence[Path]) -> tuple[PathLink, ...]:
                 name=path.name,
                 kind=path.kind,
                 client_if=client_if,
-                client_addr=addresses(i).client_addr,
+                client_addr=addr6.client_addr(i, path.family) or addresses(i).client_addr,
                 router=router,
                 router_client_if=ROUTER_CLIENT_IF,
                 router_server_if=ROUTER_SERVER_IF,
                 engine=path.engine,
+                family=path.family,
             )
         )
     return tuple(links)

@@ -86,7 +86,7 @@ def sysctl(ns: str, key: str, value: str) -> None:
 
 
 def create_namespaces(topo: Topology) -> None:
-    """Every namespace, loopback up, IPv6 off."""
+    """Every namespace, loopback up, IPv6 off (mprig/rig/netns6.py turns it on where used)."""
     for ns in topo.namespaces:
         sh(["ip", "netns", "add", ns])
         ip(ns, "link", "set", "lo", "up")
@@ -163,12 +163,13 @@ def build(topo: Topology, link_types: dict[str, str] | None = None) -> None:
         sysctl(ns, "net.ipv4.conf.all.rp_filter", "0")
         sysctl(ns, "net.ipv4.conf.default.rp_filter", "0")
     server_address(topo)
-    for i, link in enumerate(topo.links, start=1):
+    v4 = [(i, link) for i, link in enumerate(topo.links, start=1) if link.family == "ipv4"]
+    for i, link in v4:  # IPv6 paths: mprig/rig/netns6.py
         a = L.addresses(i)
         builder = CLIENT_LINKS[(link_types or {}).get(link.name, "veth")]
         builder(topo, link, a)
         server_link(topo, link, a)
-        client_routing(topo, link, a, first=i == 1)
+        client_routing(topo, link, a, first=link is v4[0][1])
 
 
 # -- inspection and removal -------------------------------------------------------------

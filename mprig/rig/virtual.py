@@ -24,7 +24,7 @@ from typing import Any
 
 from mprig import vm, vmprobe
 from mprig.errors import MprigError, RigBusy
-from mprig.rig import inventory, netns, ns3link, provision, sshd
+from mprig.rig import inventory, netns, netns6, ns3link, provision, sshd
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink, Rig
 from mprig.rig.layout import check_rig_name, layout
@@ -140,6 +140,7 @@ def _build(
     state = state_dir(name)
     state.mkdir(mode=0o700)
     netns.build(topo, link_types)
+    netns6.build(topo)
     sshd.write_material(topo, state)
     sshd.start_daemons(topo, state)
     inv = inventory.write_inventory(name, links, state)
