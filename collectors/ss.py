@@ -124,7 +124,7 @@ def _endpoint(text: str, lineno: int) -> tuple[str, int | None]:
     addr, sep, port = text.rpartition(":")
     if not sep:
         raise ParseError(lineno, f"address without a port: {text!r}")
-    addr = addr.strip("[]").split("%")[0]
+    addr = addr.split("%")[0].strip("[]")  # `[v6]%dev`: the scope follows the bracket
     if addr.startswith("::ffff:") and "." in addr:
         addr = addr[len("::ffff:") :]
     return addr, int(port) if port.isdigit() else None

@@ -30,7 +30,7 @@ _TOKEN = re.compile(r"^(?:[0-9a-f]+\(id:\d+\)/)?([0-9a-f]+)(?:\(id:\d+\))?$")
 
 def _local(text: str) -> tuple[str, int]:
     addr, _, port = text.rpartition(":")
-    addr = addr.strip("[]").split("%")[0].removeprefix("::ffff:")
+    addr = addr.split("%")[0].strip("[]").removeprefix("::ffff:")  # `[v6]%dev:port`
     return addr, int(port) if port.isdigit() else 0
 
 

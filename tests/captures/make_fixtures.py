@@ -283,6 +283,22 @@ def ipv6_subflow() -> Scenario:
     return sc
 
 
+def ipv6_initial_ipv4_join() -> Scenario:
+    """What a mixed-family campaign makes (mprig/ipfamily.py): an IPv6 initial subflow (the
+    only kind of connection that can hold both families) joined by an IPv4 subflow to the
+    server's announced IPv4 address; the IPv4 subflow's P2 overtakes the IPv6 one's P1, and
+    the IPv6 subflow then carries P3."""
+    sc = Scenario()
+    s1, s2 = Sub("fd00:1:1::2", SERVER6, 40001), Sub("10.2.1.2", SERVER, 40002)
+    handshake_v1(sc, s1)
+    token, i = token_idsn(KEY_SERVER, 1)
+    join(sc, s2, 0.003, token)
+    sc.at(0.10, down(s2, 1, i + 1001))
+    sc.at(0.11, down(s1, 1, i + 1))
+    sc.at(0.12, down(s1, 1001, i + 2001))
+    return sc
+
+
 def both_directions_mpc_data() -> Scenario:
     """The client sends first (v1 MP_CAPABLE carrying data: an implicit mapping), then one
     more mapped segment; the server answers with one segment."""
@@ -487,6 +503,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
         dss_checksum,
         fallback_infinite_mapping,
         ipv6_subflow,
+        ipv6_initial_ipv4_join,
         both_directions_mpc_data,
         port_reuse,
         held_release_one_skb,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from collectors.analyze import analyze_pcap
+from collectors.capture_part import subflow_paths
 
 HERE = Path(__file__).resolve().parents[1] / "captures" / "test_collectors_fixtures"
 COUNT_KEYS = (
@@ -224,6 +225,19 @@ def test_ipv6_subflow() -> None:
     s = one("ipv6_subflow.pcap")
     assert counts(s) == (2, 2000, 2000, 1, 1000, 1, 0, 0, 0, 0)
     assert [sf["name"] for sf in s["subflows"]] == [S0, "[fd00::1]:5201->[fd00:2::2]:40002"]
+
+
+def test_ipv6_initial_subflow_joined_by_ipv4() -> None:
+    (conn,) = analyze_pcap(HERE / "ipv6_initial_ipv4_join.pcap").connections
+    s = conn.summary()
+    assert counts(s) == (3, 3000, 3000, 1, 1000, 1, 0, 0, 0, 0)
+    assert subflow_counts(s) == [
+        ("[fd00::1]:5201->[fd00:1:1::2]:40001", 2, 0, 0, 0, 0, 0),
+        ("10.0.0.1:5201->10.2.1.2:40002", 1, 0, 1, 0, 0, 0),  # P2 came first: out of order
+    ]
+    # each subflow is put on its path by the client address the rig gave it
+    paths = subflow_paths(conn, {"fd00:1:1::2": "wifi", "10.2.1.2": "cell"})
+    assert paths == {0: "wifi", 1: "cell"}
 
 
 def test_both_directions_and_mp_capable_with_data() -> None:

@@ -122,3 +122,20 @@ def test_stock_debian_kernel_61_output() -> None:
                  "delivery_rate_bps_mean": 3977488.0, "retrans": None, "acked_bps": None,
                  "samples": 1.0},
     }  # fmt: skip
+
+
+def test_ipv6_subflows_bound_to_a_device_keep_their_address() -> None:
+    # real `ss -tinHMm` on the client of an MPTCP upload over two IPv6 paths (namespaces on
+    # this machine): a subflow an endpoint opened is bound to its device, `[addr]%dev:port`
+    text = (CAPTURE.parent / "mptcp_ipv6_two_paths_client.txt").read_text()
+    tcp = parse_ss(text)
+    tcp = tcp[tcp["netid"] == "tcp"]
+    got = sorted(zip(tcp["local_addr"], tcp["local_port"], tcp["peer_addr"], strict=True))
+    assert got == [
+        ("fd00:1:1::2", 43555, "fd00::1"),
+        ("fd00:1:1::2", 47287, "fd00::1"),
+        ("fd00:2:1::2", 53331, "fd00::1"),
+        ("fd00:2:1::2", 60381, "fd00::1"),
+    ]
+    paths = per_path(tcp, {"fd00:1:1::2": "wifi", "fd00:2:1::2": "cell"})["path"]
+    assert sorted(paths) == ["cell", "cell", "wifi", "wifi"]
