@@ -173,7 +173,7 @@ def vm_deadline(runs: list[Any]) -> float:
     """How long the campaign VM may run once booted: every run with its retries at twice
     (traffic + allowance), plus the rig's fixed costs. A hung guest is caught sooner by
     its heartbeats (mprig.vmboot)."""
-    from mprig.run import RETRIES
+    from mprig.run_attempt import RETRIES
 
     per_try = float(sum(r.traffic.duration_s + RUN_ALLOWANCE_S for r in runs))
     return CAMPAIGN_ALLOWANCE_S + 2 * per_try * (1 + RETRIES)
@@ -227,6 +227,7 @@ def _run_native(
     from mprig import run as runner
     from mprig.progress import Reporter
     from mprig.rig import inventory, virtual
+    from mprig.run_signals import signals_held
 
     reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
 
@@ -260,7 +261,7 @@ def _run_native(
                 try:
                     outcome = run_on(rig)
                 finally:
-                    with runner.signals_held() as late:
+                    with signals_held() as late:
                         virtual.down(args.rig)
                 if late and outcome.interrupted is None:
                     return 128 + late[0]

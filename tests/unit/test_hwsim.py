@@ -86,7 +86,7 @@ def test_rig_wifi_is_veth_or_hwsim(tmp_path: Path) -> None:
 
 
 def test_run_records_each_wireless_interface_link() -> None:
-    from mprig.run import parse_wifi
+    from mprig.run_rigstate import parse_wifi
 
     out = (
         "@@wifi wlan0\nConnected to 02:00:00:00:00:00 (on wlan0)\n\tSSID: mprig-virtual\n"

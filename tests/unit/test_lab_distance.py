@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mprig import commands, run
+from mprig import commands, run_attempt, run_stages
 from mprig.attenuator import RadioPath, StandInAttenuator, attenuation_for_distance
 from mprig.errors import UsageError
-from mprig.plan import expand
+from mprig.plan import Run, expand
 from mprig.rig import inventory as I
 from mprig.rig import layout as L
 from mprig.spec import parse_campaign
@@ -28,7 +28,7 @@ variants:
 """
 
 
-def the_run() -> run.Run:
+def the_run() -> Run:
     return expand(parse_campaign(SPEC, "labd.yaml"))[0]
 
 
@@ -43,7 +43,7 @@ def test_a_radio_path_gets_no_netem_and_the_others_keep_theirs() -> None:
 def test_the_runner_sets_the_channel_models_attenuation_and_reads_it_back() -> None:
     stand_in = StandInAttenuator("wifi")
     radio = RadioPath(stand_in, physical_m=2.0, radio=Radio(exponent=3.0))
-    record = run.set_attenuation(the_run(), {"wifi": radio})
+    record = run_stages.set_attenuation(the_run(), {"wifi": radio})
     want = attenuation_for_distance(40, physical_m=2.0, radio=Radio(exponent=3.0))
     assert stand_in.calls == [("set_db", want), ("get_db", want)]
     assert record == {
@@ -60,8 +60,8 @@ def test_the_runner_sets_the_channel_models_attenuation_and_reads_it_back() -> N
 
 def test_an_attenuator_that_reads_back_another_value_fails_the_run() -> None:
     stand_in = StandInAttenuator("wifi", read_offset_db=1.5)
-    with pytest.raises(run.RunFailed, match=r"wifi: stand-in wifi reads back [\d.]+ dB"):
-        run.set_attenuation(the_run(), {"wifi": RadioPath(stand_in, 2.0)})
+    with pytest.raises(run_attempt.RunFailed, match=r"wifi: stand-in wifi reads back [\d.]+ dB"):
+        run_stages.set_attenuation(the_run(), {"wifi": RadioPath(stand_in, 2.0)})
 
 
 def lab_hostvars(attenuators: object) -> dict[str, dict[str, object]]:

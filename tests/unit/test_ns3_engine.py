@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from mprig import commands, plan
-from mprig import run as run_mod
+from mprig import commands, plan, run_attempt, run_record
 from mprig.errors import SpecError
 from mprig.rig import layout, netns, ns3link
 from mprig.spec import parse_campaign
@@ -157,9 +156,9 @@ def test_verdict_takes_the_worst_path(p95: float, peak: float, realtime: bool) -
 
 
 def test_a_lagging_engine_flags_the_run() -> None:
-    out = run_mod.Outcome(engine=ns3link.verdict({"wifi": summary(30.0, 400.0)}))
-    assert run_mod.run_flags(out) == ["not_realtime"]
-    assert run_mod.run_flags(run_mod.Outcome(engine={})) == []
+    out = run_attempt.Outcome(engine=ns3link.verdict({"wifi": summary(30.0, 400.0)}))
+    assert run_record.run_flags(out) == ["not_realtime"]
+    assert run_record.run_flags(run_attempt.Outcome(engine={})) == []
 
 
 def test_a_not_realtime_run_is_left_out_like_a_rig_limited_one() -> None:

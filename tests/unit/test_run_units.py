@@ -263,15 +263,16 @@ def test_run_dirs_are_made_by_every_host_at_once(tmp_path: Path) -> None:
     """Four hosts make their run directories under one new rig root at the same moment;
     bash's loadable `mkdir -p` (the session's) fails when a parent appears between its check
     and its mkdir, so the clean-up script must still succeed on every host, every time."""
-    from mprig import run
+    from mprig import run_stages
 
     enable = "enable -f /usr/lib/bash/mkdir mkdir && enable -f /usr/lib/bash/rm rm\n"
+    script = enable + run_stages.CLEAN_SCRIPT
     failures = []
     for i in range(300):
         root = tmp_path / f"r{i}"
         procs = [
             subprocess.Popen(
-                ["bash", "-c", enable + run.CLEAN_SCRIPT, "d", str(root), h, f"{root}/x/{h}"],
+                ["bash", "-c", script, "d", str(root), h, f"{root}/x/{h}"],
                 stderr=subprocess.PIPE,
                 text=True,
             )

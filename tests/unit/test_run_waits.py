@@ -1,4 +1,4 @@
-"""The runner's readiness waits (run.wait_cmd): bash builtins only, exit 0 when ready."""
+"""The runner's readiness waits (run_attempt.wait_cmd): bash builtins only, exit 0 when ready."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from mprig.run import wait_cmd
+from mprig.run_attempt import wait_cmd
 
 
 def status(argv: list[str]) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import isolation, knobs, run
+from mprig import isolation, knobs, run_attempt
 from mprig.batch import Cmd, Done
 
 SACK = ["sysctl", "-q", "-w", "net.ipv4.tcp_sack=0", "net.ipv4.tcp_rmem=4096 131072 1000000"]
@@ -58,8 +58,8 @@ def test_a_routers_settings_come_from_its_snapshot() -> None:
 def test_a_fused_commands_failure_names_the_commands_it_stands_for() -> None:
     fused = knobs.fuse_sysctl([Cmd(MPTCP)])[0]
     done = Done("client", fused, 1, "", "sysctl: cannot set net.mptcp.enabled", 0.01)
-    with pytest.raises(run.RunFailed) as e:
-        run._raise_first_failure({"client": [done]})
+    with pytest.raises(run_attempt.RunFailed) as e:
+        run_attempt.raise_first_failure({"client": [done]})
     assert str(e.value) == (
         "client: `sysctl -q -w net.mptcp.enabled=1` exited 1: sysctl: cannot set net.mptcp.enabled"
     )

@@ -171,7 +171,7 @@ def test_inside_the_vm_the_mode_names_the_real_reason(monkeypatch: pytest.Monkey
 def test_the_vm_deadline_grows_with_the_plan() -> None:
     from mprig import plan, spec
     from mprig.cmd_run import CAMPAIGN_ALLOWANCE_S, RUN_ALLOWANCE_S, vm_deadline
-    from mprig.run import RETRIES
+    from mprig.run_attempt import RETRIES
 
     smoke = plan.expand(spec.load_campaign("experiments/smoke.yaml"))
     per_run = smoke[0].traffic.duration_s + RUN_ALLOWANCE_S
