@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import commands, rbpm, rbpm_policy, rbpm_run, rbpm_ss
-from mprig import run as runner
+from mprig import commands, rbpm, rbpm_policy, rbpm_run, rbpm_ss, run_attempt
 from mprig.batch import Cmd, Done
 from mprig.plan import Run
 from mprig.rbpm_policy import Subflow
@@ -227,7 +226,7 @@ def test_the_controller_source_runs_without_mprig() -> None:
 def test_run_json_records_the_controller_by_name() -> None:
     argv = ["python3", "-c", rbpm_run.source(), "--port", "5201"]
     done = Done("client", Cmd(argv, log="/tmp/x/rbpm.log"), 0, "", "", 0.1, pid=7)
-    assert runner._logged(done) == {
+    assert run_attempt.logged(done) == {
         "host": "client",
         "argv": ["python3", "-c", "<mprig/rbpm.py>", "--port", "5201"],
         "returncode": 0,
