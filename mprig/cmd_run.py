@@ -80,6 +80,14 @@ def register(subparsers: Any) -> None:
         "--no-kvm", dest="kvm", action="store_false", help="VM mode: software emulation only"
     )
     p.add_argument(
+        "--kernel",
+        default=None,
+        metavar="PATH",
+        help="VM mode: boot this kernel image (e.g. `make kernel-vm`'s bzImage) instead of "
+        "/boot's newest; MPRIG_VM_KERNEL=PATH does the same. run.json's hosts.*.kernel "
+        "records the release the guest ran",
+    )
+    p.add_argument(
         "--rig",
         default=DEFAULT_RIG,
         metavar="NAME",
@@ -135,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
     if getattr(args, "kvm", None) is not None:
         os.environ["MPRIG_KVM"] = "1" if args.kvm else "0"
+    if getattr(args, "kernel", None):  # checked now; vmprobe.find_kernel boots it
+        os.environ[vmprobe.VM_KERNEL_ENV] = str(vmprobe.chosen_kernel(args.kernel))
     hwsim = campaign.rig.wifi == "hwsim"
     mode, why = ("native", "lab inventory") if lab else vmprobe.choose_mode(requested, hwsim=hwsim)
     if not args.quiet and not args.log_json:

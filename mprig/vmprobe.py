@@ -97,8 +97,26 @@ def _version_key(path: Path) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in parts if p)
 
 
+VM_KERNEL_ENV = "MPRIG_VM_KERNEL"  # a kernel image VM mode boots instead of /boot's newest
+
+
+def chosen_kernel(path: str) -> Path:
+    """The image `mprig run --kernel` (or MPRIG_VM_KERNEL) names; checked before any boot so
+    a typo fails here, not as a vng error after the campaign lock is taken."""
+    image = Path(path).expanduser().resolve()
+    if not image.is_file():
+        raise MprigError(
+            f"kernel image {path} does not exist (--kernel or {VM_KERNEL_ENV}): "
+            "`make kernel-vm` builds /var/cache/mprig/kernel-vm/bzImage"
+        )
+    return image
+
+
 def find_kernel(boot: Path = Path("/boot")) -> Path:
-    """The newest kernel image under /boot, the one VM mode boots."""
+    """The kernel VM mode boots: MPRIG_VM_KERNEL when set (the VM lab's patched bzImage),
+    else the newest image under /boot (the distribution's stock kernel)."""
+    if os.environ.get(VM_KERNEL_ENV):
+        return chosen_kernel(os.environ[VM_KERNEL_ENV])
     images = sorted(boot.glob("vmlinuz-*"), key=_version_key)
     if not images:
         raise ToolMissing(
