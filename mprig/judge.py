@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mprig import commands, knobs, plan, wifi
+from mprig import commands, knobs, plan, wifi, wifi_phy
 from mprig.errors import MprigError
 from mprig.plan import Run
 from mprig.rig.layout import MAX_PATHS, layout
@@ -192,7 +192,7 @@ def path_issues(path: Path) -> list[tuple[Loc, str]]:
     same = path.down.rate_mbit == path.up.rate_mbit  # one message for the path shorthand
     for direction in ("down",) if same else ("down", "up"):
         try:
-            wifi.find_mode(standard, getattr(path, direction).rate_mbit)
+            wifi_phy.find_mode(standard, getattr(path, direction).rate_mbit)
         except ValueError as e:
             msg = f"with distance_m, rate_mbit names the 802.{standard} PHY mode: {e}"
             issues.append((("rate_mbit",) if same else (direction, "rate_mbit"), msg))

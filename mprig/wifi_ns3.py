@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from mprig import wifi
+from mprig import wifi, wifi_phy
 
 ORACLE_DIR = Path(__file__).resolve().parent.parent / "reports" / "references" / "ns3"
 
@@ -123,7 +123,7 @@ def _pooled(rows: list[dict[str, str]], key: str) -> float:
 def compare(sweep: Sweep, radio: wifi.Radio) -> list[Point]:
     """The model against `sweep` at each of its distances (repetitions averaged)."""
     check_calibration(sweep, radio)
-    standard: wifi.Standard = "11b" if sweep.args.get("standard") == "11b" else "11g"
+    standard: wifi_phy.Standard = "11b" if sweep.args.get("standard") == "11b" else "11g"
     by_distance: dict[float, list[dict[str, str]]] = {}
     for row in sweep.rows:
         by_distance.setdefault(float(row["distance_m"]), []).append(row)

@@ -8,7 +8,7 @@ import typing
 
 import pytest
 
-from mprig import wifi
+from mprig import wifi, wifi_phy
 from mprig.spec import Direction, Path
 from mprig.spec_base import ChannelModel
 
@@ -55,44 +55,45 @@ def test_attenuation_for_a_lab_rig() -> None:
 
 
 def test_ofdm_bit_error_rate_matches_nist_model() -> None:
-    bpsk12 = wifi.find_mode("11g", 6.0)
+    bpsk12 = wifi_phy.find_mode("11g", 6.0)
     # uncoded BPSK at SNR 1 (0 dB): 0.5 erfc(1) = 0.0786; rate 1/2 union bound then applies
     p = 0.5 * math.erfc(1.0)
     d = math.sqrt(4 * p * (1 - p))
     expected = 0.5 * (36 * d**10 + 211 * d**12 + 1404 * d**14 + 11633 * d**16 + 77433 * d**18)
     expected += 0.5 * (502690 * d**20 + 3322763 * d**22 + 21292910 * d**24)
     expected += 0.5 * 134365911 * d**26
-    assert wifi.bit_error_rate(bpsk12, 1.0) == pytest.approx(min(1.0, expected), rel=1e-12)
+    assert wifi_phy.bit_error_rate(bpsk12, 1.0) == pytest.approx(min(1.0, expected), rel=1e-12)
 
 
 def test_dsss_bit_error_rates_match_closed_forms() -> None:
-    assert wifi.bit_error_rate(wifi.find_mode("11b", 1.0), 0.1) == pytest.approx(
+    assert wifi_phy.bit_error_rate(wifi_phy.find_mode("11b", 1.0), 0.1) == pytest.approx(
         0.5 * math.exp(-2.2)
     )
-    assert wifi.bit_error_rate(wifi.find_mode("11b", 11.0), 20.0) == 0.0  # above SIR_PERFECT
+    cck11 = wifi_phy.find_mode("11b", 11.0)
+    assert wifi_phy.bit_error_rate(cck11, 20.0) == 0.0  # above SIR_PERFECT
 
 
 def test_frame_error_rate_falls_with_snr_and_rises_with_size() -> None:
-    mode = wifi.find_mode("11g", 54.0)
-    fers = [wifi.frame_error_rate(mode, snr, 1.5, 1476) for snr in (15.0, 25.0, 35.0)]
+    mode = wifi_phy.find_mode("11g", 54.0)
+    fers = [wifi_phy.frame_error_rate(mode, snr, 1.5, 1476) for snr in (15.0, 25.0, 35.0)]
     assert fers[0] > fers[1] > fers[2]
-    assert wifi.frame_error_rate(mode, 25.0, 1.5, 76) < fers[1]
+    assert wifi_phy.frame_error_rate(mode, 25.0, 1.5, 76) < fers[1]
 
 
 def test_awgn_thresholds_agree_with_80211_sensitivity_tables() -> None:
     """With the standard's 5 dB implementation margin and 10 dB noise figure (noise at
     -91 dBm), the AWGN SNR thresholds land within 2 dB of 802.11-2016 Table 17-18."""
     awgn_m = 1000.0  # Nakagami with very large m is AWGN
-    for mode in wifi.MODES["11g"]:
+    for mode in wifi_phy.MODES["11g"]:
         assert mode.sensitivity_dbm is not None
         standard_snr = mode.sensitivity_dbm + 91.0
-        ours = wifi.snr_threshold_db(mode, awgn_m, 1476) + 5.0
+        ours = wifi_phy.snr_threshold_db(mode, awgn_m, 1476) + 5.0
         assert abs(ours - standard_snr) <= 2.0, (mode.rate_mbit, ours, standard_snr)
 
 
 def test_thresholds_increase_with_rate() -> None:
     for standard in ("11b", "11g"):
-        thresholds = [wifi.snr_threshold_db(m, 1.5, 1476) for m in wifi.MODES[standard]]
+        thresholds = [wifi_phy.snr_threshold_db(m, 1.5, 1476) for m in wifi_phy.MODES[standard]]
         # 9 and 12 Mbit/s (BPSK 3/4, QPSK 1/2) are within 0.2 dB of each other in the model
         assert all(b > a - 0.2 for a, b in itertools.pairwise(thresholds))
         assert thresholds[-1] - thresholds[0] > 10.0
@@ -105,7 +106,7 @@ def test_rate_selection_picks_54_close_in_and_falls_with_distance() -> None:
 
 
 def test_mac_airtime_of_a_54_mbit_data_frame() -> None:
-    mode = wifi.find_mode("11g", 54.0)
+    mode = wifi_phy.find_mode("11g", 54.0)
     # 1476-byte MPDU: ceil((16 + 11808 + 6) / 216) = 55 symbols -> 20 + 220 + 6 us
     assert wifi.frame_airtime_us(mode, 1476) == 246.0
     assert wifi.control_rate(mode).rate_mbit == 24.0
