@@ -11,7 +11,7 @@ Drivers:
   `GET /SETATT=<dB>` -> `1` (set), `2` (above range, set to max) or `0` (failed),
   `GET /ATT?` -> `<dB>`; multi-channel models use `/CHAN:<n>:SETATT:<dB>` and `/CHAN:<n>:ATT?`.
 - `TxPower`: lowers the AP's transmit power with `iw dev <if> set txpower fixed <mBm>` when no
-  attenuator is wired in; its range is the radio's (typically 0..20 dBm).
+  attenuator is wired in; its range is the radio's (typically 0..20 dBm), in whole dB.
 """
 
 from __future__ import annotations
@@ -167,16 +167,16 @@ class TxPower:
         return f"{self.host.name}:{self.interface} txpower"
 
     def set_db(self, db: float) -> float:
-        """Set the radio to max_dbm - db (in whole mBm, as iw expects)."""
-        dbm = self.max_dbm - db
+        """Set the radio to max_dbm - db rounded to whole dBm: mac80211 refuses a fixed power
+        that is not (EOPNOTSUPP, net/mac80211/cfg.c), so the applied value is returned."""
+        dbm = round(self.max_dbm - db)
         if not self.min_dbm <= dbm <= self.max_dbm:
             raise UsageError(
-                f"{self.name}: {db} dB needs {dbm:g} dBm, outside {self.min_dbm:g}.."
+                f"{self.name}: {db:g} dB needs {dbm:g} dBm, outside {self.min_dbm:g}.."
                 f"{self.max_dbm:g} dBm; use an RF attenuator for this range"
             )
-        mbm = round(dbm * 100)
-        self.host.run(["iw", "dev", self.interface, "set", "txpower", "fixed", str(mbm)])
-        return self.max_dbm - mbm / 100
+        self.host.run(["iw", "dev", self.interface, "set", "txpower", "fixed", str(dbm * 100)])
+        return self.max_dbm - dbm
 
     def get_db(self) -> float:
         """max_dbm minus the power `iw dev <if> info` reports."""

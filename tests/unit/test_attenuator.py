@@ -8,20 +8,23 @@ CHAN:n:SETATT:, CHAN:n:ATT?) the way the hardware does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, cast
 
 import pytest
 
 from mprig.attenuator import (
     RcdatHttp,
     RcdatModel,
+    TxPower,
     attenuation_for_distance,
     parse_iw_txpower,
     parse_model,
 )
 from mprig.errors import HostError, UsageError
+from mprig.rig.host import Host, Result
 from mprig.wifi import Radio
 
 
@@ -165,3 +168,31 @@ def test_parse_iw_txpower() -> None:
     assert parse_iw_txpower(IW_INFO) == 14.0
     with pytest.raises(ValueError, match="no txpower line"):
         parse_iw_txpower("Interface wlan0\n")
+
+
+@dataclass
+class FakeAp:
+    """The AP's side of `iw`: keeps the txpower set and reports it like `iw dev X info`,
+    refusing what mac80211 refuses (net/mac80211/cfg.c: a fixed power must be whole dBm)."""
+
+    name: str = "ap"
+    dbm: float = 20.0
+    argvs: list[list[str]] = field(default_factory=list)
+
+    def run(self, argv: Sequence[str], **_: Any) -> Result:
+        self.argvs.append(list(argv))
+        if argv[3:5] == ["set", "txpower"]:
+            mbm = int(argv[-1])
+            if mbm < 0 or mbm % 100:
+                raise HostError(self.name, "command failed (-95): Operation not supported")
+            self.dbm = mbm / 100
+        return Result(tuple(argv), 0, f"\ttxpower {self.dbm:.2f} dBm\n", "", 0.0)
+
+
+def test_txpower_sets_whole_dbm_as_mac80211_requires() -> None:
+    ap = FakeAp()
+    tx = TxPower(cast(Host, ap), "lan0", max_dbm=20.0)
+    assert (tx.set_db(6.6), tx.get_db()) == (7.0, 7.0)  # 13.4 dBm -> 13
+    assert ap.argvs[0] == ["iw", "dev", "lan0", "set", "txpower", "fixed", "1300"]
+    with pytest.raises(UsageError, match=r"outside 0\.\.20 dBm"):
+        tx.set_db(20.6)  # rounds to -1 dBm
