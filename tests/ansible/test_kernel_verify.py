@@ -1,0 +1,49 @@
+"""The kernel role's verify mode on this machine (connection local, nothing changed): with
+kernel_expected_release set it reads the running release itself (ansible.cfg gathers no
+facts, so it once failed with "'dict object' has no attribute 'kernel'"), and it names a
+wrong release and a missing sysctl. The VM lab (tests/integration/test_lab_vm.py) runs the
+same role over SSH against the patched kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from test_playbooks import BIN, PLAYBOOKS, ansible_env
+
+PLAY = """\
+- name: Verify this machine's kernel
+  hosts: localhost
+  connection: local
+  roles:
+    - role: kernel
+"""
+
+
+def verify(tmp_path: Path, **extra: object) -> subprocess.CompletedProcess[str]:
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    env = {**ansible_env(tmp_path), "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles")}
+    argv = [str(BIN / "ansible-playbook"), "-i", "localhost,", str(play), "-e", json.dumps(extra)]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_running_release_and_sysctls_pass(tmp_path: Path) -> None:
+    done = verify(tmp_path, kernel_expected_release=os.uname().release,
+                  kernel_required_sysctls=["net.ipv4.tcp_congestion_control"])  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "failed=0" in done.stdout
+
+
+def test_another_release_fails_naming_both(tmp_path: Path) -> None:
+    done = verify(tmp_path, kernel_expected_release="6.1.192-mprig-vm")
+    assert done.returncode != 0
+    assert f"runs {os.uname().release}, expected 6.1.192-mprig-vm" in done.stdout, done.stdout
+
+
+def test_a_missing_sysctl_is_named(tmp_path: Path) -> None:
+    done = verify(tmp_path, kernel_required_sysctls=["net.mptcp.no_such_knob"])
+    assert done.returncode != 0
+    assert "lacks sysctl net.mptcp.no_such_knob" in done.stdout, done.stdout
