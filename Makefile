@@ -12,10 +12,11 @@ CAMPAIGN ?= experiments/smoke.yaml
 APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark ethtool openssh-server \
 	openssh-client nftables qemu-system-x86 linux-image-amd64 busybox-static kmod procps \
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
-	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool
+	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool \
+	libmptcpd3-dev libell-dev pkg-config
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
-	ns3-oracle ns3-engine kernel-vm test-kernel
+	ns3-oracle ns3-engine kernel-vm test-kernel mptcpd-plugin
 all: help
 
 help:
@@ -26,7 +27,20 @@ help:
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 
-setup: system venv ns3-engine
+setup: system venv ns3-engine mptcpd-plugin
+
+# mprig's mptcpd plugin (kernel-configs/mptcpd/README.md), which makes `path_manager:
+# userspace` open subflows; built under a temporary name and renamed, so mptcpd never loads
+# half a file.
+MPTCPD_PLUGIN := build/mptcpd-plugins/mprig_fullmesh.so
+
+$(MPTCPD_PLUGIN): kernel-configs/mptcpd/mprig_fullmesh.c
+	@mkdir -p $(dir $@)
+	gcc -shared -fPIC -O2 -Wall -Wextra -Werror -fvisibility=hidden \
+		$$(pkg-config --cflags mptcpd ell) -o $@.tmp $< $$(pkg-config --libs mptcpd ell)
+	mv -f $@.tmp $@
+
+mptcpd-plugin: $(MPTCPD_PLUGIN)
 
 # Installs only what is missing, so a second call costs one dpkg query.
 system:

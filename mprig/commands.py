@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from mprig import apps, capture, impair, knobs, latency, rbpm_run, timeline, traffic, wifi
+from mprig import apps, capture, impair, knobs, latency, rbpm_run, timeline, traffic, userpm, wifi
 from mprig.bottleneck import setup_commands as bottleneck_setup
 from mprig.bottleneck import teardown_commands as bottleneck_teardown
 from mprig.crossflow import background as cross_background
@@ -94,6 +94,7 @@ def build(
         ctl = rbpm_run.controller_argv(run, log, tx)
         background.append(("client", ctl, rbpm_run.STDOUT))
         teardown += rbpm_run.restore_commands(run.variant, links)
+    background += userpm.background(run, links)  # mptcpd opens the subflows (userspace PM)
     background += cross_background(run, links, server_addr, partial(remote_dir, rig, run.run_id))
     background += latency.background(run.traffic, [by_name[p.name] for p in run.paths], server_addr)
     setup += bottleneck_setup(run.bottleneck, links)

@@ -215,14 +215,15 @@ def expected(
     """The settings a run must read back: the baseline with the variant's sysctls, MPTCP
     limits and client endpoints, and the qdiscs its `setup` commands put on the routers."""
     out = dict(baseline)
-    wanted = knobs.sysctls(variant)
     limits = {"subflows": knobs.MPTCP_LIMIT, "add_addr_accepted": knobs.MPTCP_LIMIT}
     for host in KNOB_HOSTS:
-        base = baseline.get(host, HostSettings())
+        base, wanted = baseline.get(host, HostSettings()), knobs.host_sysctls(variant, host)
         sysctls = {**base.sysctls, **{k: " ".join(v.split()) for k, v in wanted.items()}}
         out[host] = dataclasses.replace(base, sysctls=sysctls, mptcp_limits=limits)
     used = knobs.used_links(variant, links)
-    endpoints = tuple(sorted(_endpoint(link, links, used) for link in used))
+    endpoints = tuple(
+        sorted(_endpoint(ln, links, used) for ln in knobs.endpoint_links(variant, links))
+    )
     out["client"] = dataclasses.replace(out["client"], endpoints=endpoints)
     if addr6.uses_v6(links):  # knobs.apply_commands set the server's endpoints too
         server = tuple(sorted(knobs.server_endpoints(variant, links)))

@@ -86,9 +86,9 @@ def bind_link(variant: Variant, links: tuple[PathLink, ...]) -> PathLink:
 
 def apply_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[str, list[str]]]:
     """(host, argv) that put a variant in place on client and server."""
-    assignments = [f"{k}={v}" for k, v in sysctls(variant).items()]
     cmds: list[tuple[str, list[str]]] = [
-        (host, ["sysctl", "-q", "-w", *assignments]) for host in ("client", "server")
+        (h, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in host_sysctls(variant, h).items())])
+        for h in ("client", "server")
     ]
     limits = ["subflows", MPTCP_LIMIT, "add_addr_accepted", MPTCP_LIMIT]
     cmds.append(("server", ["ip", "mptcp", "limits", "set", *limits]))
@@ -98,12 +98,28 @@ def apply_commands(variant: Variant, links: tuple[PathLink, ...]) -> list[tuple[
         cmds[-1] = ("server", ip_batch([" ".join(["mptcp", "limits", "set", *limits]), *server]))
     client = [" ".join(["mptcp", "limits", "set", *limits]), "mptcp endpoint flush"]
     used = used_links(variant, links)
-    for link in used:
+    for link in endpoint_links(variant, links):
         eid = str(links.index(link) + 1)
         add = ["mptcp", "endpoint", "add", link.client_addr, "dev", link.client_if]
         client.append(" ".join([*add, "id", eid, *addr6.endpoint_flags(link, used)]))
     cmds.append(("client", ip_batch(client)))
     return cmds
+
+
+def host_sysctls(variant: Variant, host: str) -> dict[str, str]:
+    """sysctls() as one host gets them: the server of a userspace-PM variant keeps the
+    kernel's path manager, which accepts the MP_JOINs mptcpd asks for on the client
+    (mprig/userpm.py)."""
+    out = sysctls(variant)
+    if host == "server" and variant.path_manager == "userspace":
+        out["net.mptcp.pm_type"] = PM_TYPES["kernel"]
+    return out
+
+
+def endpoint_links(variant: Variant, links: tuple[PathLink, ...]) -> tuple[PathLink, ...]:
+    """The paths that get a client endpoint: none under the userspace path manager, which
+    ignores endpoints (mptcpd's plugin opens the subflows, mprig/userpm.py)."""
+    return () if variant.path_manager == "userspace" else used_links(variant, links)
 
 
 def server_endpoints(variant: Variant, links: tuple[PathLink, ...]) -> list[str]:

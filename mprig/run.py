@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mprig import bundle, commands, latency, timeline
+from mprig import bundle, commands, latency, timeline, userpm
 from mprig.crossflow import cross_record
 from mprig.errors import HostError, ToolMissing
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
@@ -62,6 +62,8 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.engine = engines.summary
     stop_stage(a, cmds)
     fetch_stage(a)
+    if why := userpm.problem(a.staging, a.run):  # mptcpd died or never heard MPTCP events
+        raise RunFailed(why, transient=False)
     out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)

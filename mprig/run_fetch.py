@@ -18,6 +18,7 @@ from mprig import apps, batch, bundle, capture, commands, latency, rbpm_run, tim
 from mprig.crossflow import cross_files
 from mprig.errors import HostError
 from mprig.run_attempt import Attempt, RunFailed, capture_interfaces
+from mprig.userpm import files as mptcpd_files
 
 
 def capture_drops(a: Attempt) -> dict[str, int]:
@@ -51,6 +52,7 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
     for end, names in cross_files(a.run).items():
         files.setdefault(end, []).extend(names)
     files["client"] += latency.files(a.run.traffic, [p.name for p in a.run.paths])
+    files["client"] += mptcpd_files(a.run)
     for h, log in timeline.logs(a.run, a.rig.paths).items():
         files.setdefault(h, []).append(log)
     return files

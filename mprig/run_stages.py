@@ -25,6 +25,7 @@ from mprig.run_attempt import (
     fused,
     wait_cmd,
 )
+from mprig.userpm import ready_logs as mptcpd_ready
 
 # Remove this host's files of earlier runs (their processes are stopped by then), then
 # create the run's directory $3 = $1/<run id>/<host> (commands.remote_dir under
@@ -142,6 +143,8 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
+    for host, path, text in mptcpd_ready(a.run, a.remote):  # mptcpd hears MPTCP events
+        waits.append((host, wait_cmd('logged "$1" "$2"', path, text)))
     for host, path in cross_ready(a.run, a.remote):  # receivers up before the traffic
         waits.append((host, wait_cmd('logged "$1" "bytes"', path)))
     for host, argv, log in cmds.timed:  # Python started before the traffic (timeline.py)
