@@ -4,71 +4,29 @@ per (variant, sweep point) (seed 003 Figs. 3-6), goodput against throughput, CDF
 per-run rates and of the OOO queue occupancy per time bin, and per-run time series of
 per-subflow cwnd and OOO queue occupancy (seed 000 Fig. 6) from the run's start.
 
-Each figure is written as PNG and SVG; the HTML report embeds the PNG."""
+Each figure is written as PNG and SVG (reports/plotting.py); the HTML report embeds the PNG.
+The per-run time series are in reports/figures_timeseries.py."""
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mprig import fsio
-from reports import timeline_fig
-from reports.results import Results, fmt_value, point_label, short_axis
+from reports.figures_timeseries import read_timeseries, timeseries_figures
+from reports.plotting import Plot, is_numeric, new_figure, save_figure
+from reports.results import Results, fmt_value, short_axis
 from reports.stats import summary_ci
 from reports.tables import PAPER_METRICS, RATE_METRICS, Display
 
 AXIS_METRICS = (*PAPER_METRICS, *RATE_METRICS)
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-MAX_TIMESERIES_RUNS = 6  # first repetition of each (variant, point), at most this many
 MAX_CDF_RUNS = 60  # runs whose OOO series feed the occupancy CDF (cost bound)
-# Time-series panels: (series as the collectors name it, label with its instrument, scale).
-PANELS = (
-    ("throughput_bps", "throughput per subflow, capture (Mbit/s)", 1e-6),
-    ("srtt_ms", "srtt, ss (ms)", 1.0),
-    ("cwnd", "cwnd, ss (packets)", 1.0),
-    ("ooo_bytes_max", "OOO queue, max per bin, capture (KB)", 1 / 1024),
-)
-
-
-@dataclass(frozen=True)
-class Plot:
-    """A written figure."""
-
-    key: str  # file stem
-    title: str
-    png: Path
-    svg: Path
-
-
-def _new(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (6.4, 3.6)) -> Figure:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
-    fig.subplots(nrows, ncols, squeeze=False)
-    return fig
-
-
-def _save(fig: Figure, out: Path, key: str, title: str) -> Plot:
-    out.mkdir(parents=True, exist_ok=True)
-    png, svg = out / f"{key}.png", out / f"{key}.svg"
-    fsio.write_with(png, lambda tmp: fig.savefig(tmp, format="png", dpi=90))
-    import matplotlib
-
-    with matplotlib.rc_context({"svg.hashsalt": "mprig"}):  # ids from the content alone
-        fsio.write_with(svg, lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None}))
-    return Plot(key, title, png, svg)
-
-
-def _numeric(values: list[Any]) -> bool:
-    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
 def axis_series(
@@ -118,7 +76,7 @@ def _positions(values: list[Any]) -> tuple[dict[Any, float], float, bool]:
     """x of each sweep value, the spread of the variants around it, and whether the axis is
     drawn to scale: a numeric axis with two values or more; one value or text is drawn by
     category."""
-    if _numeric(values) and len(values) > 1:
+    if is_numeric(values) and len(values) > 1:
         gap = min(b - a for a, b in itertools.pairwise(values))
         return {v: float(v) for v in values}, DODGE_TO_SCALE * gap, True
     return {v: float(i) for i, v in enumerate(values)}, DODGE_CATEGORY, False
@@ -158,7 +116,7 @@ def axis_figure(results: Results, axis: str) -> Figure:
     series = [axis_series(results, axis, d.column) for d in shown]
     order = {label: i for i, label in enumerate(sorted(set().union(*series)))}
     ncols = min(3, len(shown))
-    fig = _new(ncols=ncols, nrows=-(-len(shown) // ncols))
+    fig = new_figure(ncols=ncols, nrows=-(-len(shown) // ncols))
     for ax in fig.axes[len(shown) :]:
         ax.set_visible(False)
     for ax, d, lines in zip(fig.axes, shown, series, strict=False):
@@ -179,7 +137,7 @@ def axis_figures(results: Results, out: Path) -> list[Plot]:
             f"{', '.join(d.label for d in shown)} against {short_axis(axis)} "
             "(mean, 95 % t interval; no bar below n = 3)"
         )
-        plots.append(_save(fig, out, f"metrics_vs_axis{i}", title))
+        plots.append(save_figure(fig, out, f"metrics_vs_axis{i}", title))
     return plots
 
 
@@ -198,7 +156,7 @@ def cdf_run_figure(results: Results, out: Path) -> Plot | None:
     frame = results.complete
     if not shown or frame.empty:
         return None
-    fig = _new(ncols=len(shown))
+    fig = new_figure(ncols=len(shown))
     for ax, d in zip(fig.axes, shown, strict=True):
         for variant, group in frame.groupby("variant", sort=True):
             x, y = ecdf(group[d.column] * d.scale)
@@ -207,7 +165,9 @@ def cdf_run_figure(results: Results, out: Path) -> Plot | None:
         ax.set_ylabel("share of runs")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
-    return _save(fig, out, "cdf_per_run", "CDF of per-run rates per variant (every sweep point)")
+    return save_figure(
+        fig, out, "cdf_per_run", "CDF of per-run rates per variant (every sweep point)"
+    )
 
 
 def series_samples(results: Results, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -248,10 +208,10 @@ def cdf_ooo_figure(results: Results, out: Path) -> Plot | None:
     by_variant = samples.get("ooo_bytes_max") or samples.get("ooo_bytes")
     if not by_variant:
         return None
-    fig = _new(size=(6.4, 4.0))
+    fig = new_figure(size=(6.4, 4.0))
     kb = {v: values / 1024 for v, values in by_variant.items()}
     _cdf_panel(fig.axes[0], kb, "OOO queue occupancy per time bin (KB)", "share of bins")
-    return _save(fig, out, "cdf_ooo_occupancy", "CDF of the OOO queue occupancy per time bin")
+    return save_figure(fig, out, "cdf_ooo_occupancy", "CDF of the OOO queue occupancy per time bin")
 
 
 # Latency samples the collectors keep per run: (series, label with instrument, to ms).
@@ -268,12 +228,12 @@ def cdf_latency_figure(results: Results, out: Path) -> Plot | None:
     shown = [(name, label, scale) for name, label, scale in LATENCY if samples.get(name)]
     if not shown:
         return None
-    fig = _new(ncols=len(shown), size=(6.4, 4.0))
+    fig = new_figure(ncols=len(shown), size=(6.4, 4.0))
     for ax, (name, label, scale) in zip(fig.axes, shown, strict=True):
         scaled = {v: values * scale for v, values in samples[name].items()}
         _cdf_panel(ax, scaled, label, "share of samples")
     title = "CDF of latency per sample: " + "; ".join(label for _, label, _ in shown)
-    return _save(fig, out, "cdf_latency", title)
+    return save_figure(fig, out, "cdf_latency", title)
 
 
 def box_groups(results: Results, column: str) -> list[tuple[str, list[float]]]:
@@ -296,7 +256,7 @@ def box_figure(results: Results, out: Path) -> Plot | None:
         return None
     groups = {d.column: box_groups(results, d.column) for d in shown}
     width = max(6.4, 0.55 * max(len(g) for g in groups.values()))
-    fig = _new(ncols=len(shown), size=(width, 3.8))
+    fig = new_figure(ncols=len(shown), size=(width, 3.8))
     for ax, d in zip(fig.axes, shown, strict=True):
         labels = [label for label, _ in groups[d.column]]
         data = [[v * d.scale for v in values] for _, values in groups[d.column]]
@@ -306,7 +266,7 @@ def box_figure(results: Results, out: Path) -> Plot | None:
         ax.tick_params(axis="x", labelsize="x-small")
         ax.grid(alpha=0.3, axis="y")
     title = "Rates per variant and sweep point (box: quartiles, whiskers 1.5 IQR)"
-    return _save(fig, out, "box_per_variant_point", title)
+    return save_figure(fig, out, "box_per_variant_point", title)
 
 
 def scatter_figure(results: Results, out: Path) -> Plot | None:
@@ -314,7 +274,7 @@ def scatter_figure(results: Results, out: Path) -> Plot | None:
     frame = results.complete
     if frame.empty or not {"throughput_bps", "goodput_bps"} <= set(frame.columns):
         return None
-    fig = _new(size=(5.0, 4.2))
+    fig = new_figure(size=(5.0, 4.2))
     ax = fig.axes[0]
     for variant, group in frame.groupby("variant", sort=True):
         ax.scatter(group["throughput_bps"] / 1e6, group["goodput_bps"] / 1e6, label=str(variant))
@@ -324,198 +284,7 @@ def scatter_figure(results: Results, out: Path) -> Plot | None:
     ax.set_ylabel("Goodput (Mbit/s)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, out, "goodput_vs_throughput", "Goodput against throughput per run")
-
-
-def read_timeseries(path: Path) -> dict[str, dict[str, pd.DataFrame]]:
-    """series ("cwnd", "ooo_bytes_max") -> path or subflow ("" for the connection) -> t, value.
-
-    Reads the collectors' long layout (t, source, metric, path, subflow, value) and a wide
-    one (t, cwnd.<path>, ooo_bytes_max, ...)."""
-    import pandas as pd
-
-    frame = pd.read_parquet(path)
-    time = next((c for c in ("t", "t_s", "time_s", "time") if c in frame.columns), None)
-    if time is None or frame.empty:
-        return {}
-    frame = frame.rename(columns={time: "t_s"})
-    name = next((c for c in ("metric", "series") if c in frame.columns), None)
-    if name is not None and "value" in frame.columns:
-        return _long_series(frame, name)
-    out: dict[str, dict[str, pd.DataFrame]] = {}
-    for col in frame.columns.drop("t_s"):
-        series, _, sub = str(col).partition(".")
-        values = frame[["t_s", col]].dropna().rename(columns={col: "value"})
-        out.setdefault(series, {})[sub] = values
-    return out
-
-
-def _long_series(frame: pd.DataFrame, name: str) -> dict[str, dict[str, pd.DataFrame]]:
-    frame = frame.assign(label=timeline_fig.series_labels(frame, name))  # one line a subflow
-    return {
-        str(s): {
-            str(lab): g[["t_s", "value"]].sort_values("t_s") for lab, g in part.groupby("label")
-        }
-        for s, part in frame.groupby(name, sort=True)
-    }
-
-
-def _timeseries_runs(results: Results) -> list[dict[str, Any]]:
-    frame = results.complete.sort_values(["variant", *results.axes, "repetition"], kind="stable")
-    first = frame.drop_duplicates(["variant", *results.axes])
-    records: list[dict[str, Any]] = [
-        {str(k): v for k, v in r.items()} for r in first.to_dict("records")
-    ]
-    picked = [
-        r for r in records if (results.root / str(r["run_id"]) / "timeseries.parquet").is_file()
-    ]
-    return picked[:MAX_TIMESERIES_RUNS]
-
-
-def time_limits(ts: dict[str, dict[str, pd.DataFrame]]) -> tuple[float, float]:
-    """The x range of a run's time-series panels: from the run's start (t = 0, the recorded
-    start) to the last sample of any series, so every panel shows the whole run."""
-    ends = [float(part["t_s"].max()) for series in ts.values() for part in series.values()]
-    return 0.0, max([e for e in ends if e == e] or [1.0])
-
-
-def traffic_window(record: dict[str, Any]) -> tuple[float, float] | None:
-    """Start and end of the traffic stage in seconds since the run's start, from run.json
-    `timings.stages` (in order: setup, traffic, ...); None when not recorded."""
-    stages = (record.get("timings") or {}).get("stages")
-    if not isinstance(stages, dict) or "traffic" not in stages:
-        return None
-    before = 0.0
-    for name, seconds in stages.items():
-        if not isinstance(seconds, int | float):
-            return None
-        if name == "traffic":
-            return before, before + float(seconds)
-        before += float(seconds)
-    return None
-
-
-def _plot_series(
-    ax: Axes,
-    series: dict[str, pd.DataFrame],
-    ylabel: str,
-    scale: float,
-    xlim: tuple[float, float],
-    traffic: tuple[float, float] | None = None,
-    events: tuple[Event, ...] = (),
-) -> None:
-    for path, part in series.items():
-        ax.plot(part["t_s"], part["value"] * scale, label=path or "connection", linewidth=1)
-    if traffic is not None:
-        ax.axvspan(*traffic, color="grey", alpha=0.1, label="traffic")
-    _mark_events(ax, list(events))
-    ax.set_xlim(xlim[0], max(xlim[1], traffic[1] if traffic else 0.0))
-    ax.set_xlabel("time since the run's start (s)")
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    if len(series) > 1 or traffic is not None or events:
-        ax.legend(fontsize="small")
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something that happened during a run, marked on its time-series panels."""
-
-    t_s: float  # seconds since the run's start
-    kind: str  # "retransmission (ss)" or "RBPM <action>"
-    where: str  # path or subflow; "" for the connection
-
-
-def retransmission_events(ts: dict[str, dict[str, pd.DataFrame]]) -> list[Event]:
-    """One event per ss sample at which a subflow's cumulative `retrans` counter grew."""
-    import numpy as np
-
-    out = []
-    for where, part in sorted((ts.get("retrans") or {}).items()):
-        values = part["value"].to_numpy(dtype=float)
-        grew = np.flatnonzero(np.diff(values) > 0) + 1
-        out += [Event(float(part["t_s"].iloc[i]), "retransmission (ss)", where) for i in grew]
-    return out
-
-
-def rbpm_events(text: str, started: float, name: str = "rbpm.jsonl") -> list[Event]:
-    """RBPM's actions from its log (docs/bundle.md): steps whose action is not `none`.
-    STARTED: the run's start (run.json `timings.started`); NAME is used in errors."""
-    import json
-
-    from mprig.errors import UsageError
-
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        try:
-            entry = json.loads(line) if line.strip() else {}
-            action = (entry.get("decision") or {}).get("action", "none")
-            t = float(entry["t"]) - started if entry.get("event") == "step" else None
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            raise UsageError(f"{name}:{number}: not an RBPM log line ({e})") from e
-        if t is not None and action != "none":
-            out.append(Event(t, f"RBPM {action}", ""))
-    return out
-
-
-def run_events(
-    results: Results, run_id: str, ts: dict[str, dict[str, pd.DataFrame]]
-) -> list[Event]:
-    """Events of one run: ss retransmissions, and RBPM's actions where its log is kept."""
-    events = retransmission_events(ts)
-    log = results.root / run_id / "rbpm.jsonl"
-    started = (results.bundles.get(run_id, {}).get("timings") or {}).get("started")
-    if log.is_file() and isinstance(started, int | float):
-        events += rbpm_events(log.read_text(errors="replace"), float(started), str(log))
-    if isinstance(started, int | float):  # the timeline's applied changes (mprig/timeline.py)
-        events += [Event(t, k, "") for t, k in timeline_fig.run_events(log.parent, started)]
-    return events
-
-
-def _mark_events(ax: Axes, events: list[Event]) -> None:
-    """Retransmissions as ticks along the bottom edge, other events as dashed lines."""
-    retrans = [e.t_s for e in events if e.kind.startswith("retransmission")]
-    if retrans:
-        ax.plot(retrans, [0.02] * len(retrans), linestyle="none", marker="|", markersize=8,
-                color="red", transform=ax.get_xaxis_transform(),
-                label=f"retransmission (ss), {len(retrans)}")  # fmt: skip
-    kinds = sorted({e.kind for e in events} - {"retransmission (ss)"})
-    for kind, colour in zip(kinds, itertools.cycle(timeline_fig.EVENT_COLOURS), strict=False):
-        for i, e in enumerate(x for x in events if x.kind == kind):
-            ax.axvline(e.t_s, color=colour, linestyle="--", linewidth=0.8,
-                       label=kind if i == 0 else None)  # fmt: skip
-
-
-def timeseries_panels(ts: dict[str, dict[str, pd.DataFrame]]) -> list[tuple[str, str, float]]:
-    """The PANELS a run's time series can fill, in PANELS order."""
-    return [p for p in PANELS if p[0] in ts]
-
-
-def timeseries_figures(results: Results, out: Path) -> list[Plot]:
-    """Per-subflow throughput (capture), srtt and cwnd (ss) and the OOO queue occupancy
-    (capture) over time from the run's start, one figure per shown run, with its events
-    marked (retransmissions, RBPM actions: `run_events`)."""
-    plots = []
-    for run in _timeseries_runs(results):
-        ts = read_timeseries(results.root / str(run["run_id"]) / "timeseries.parquet")
-        panels = timeseries_panels(ts)
-        if not panels:
-            continue
-        ncols = min(2, len(panels))
-        fig = _new(ncols=ncols, nrows=-(-len(panels) // ncols))
-        for ax in fig.axes[len(panels) :]:
-            ax.set_visible(False)
-        xlim = time_limits(ts)
-        traffic = traffic_window(results.bundles.get(str(run["run_id"]), {}))
-        events = tuple(run_events(results, str(run["run_id"]), ts))
-        for ax, (s, label, scale) in zip(fig.axes, panels, strict=False):
-            _plot_series(ax, ts[s], label, scale, xlim, traffic, events)
-            if s == "throughput_bps":
-                timeline_fig.overlay_capacity(ax, results.bundles.get(str(run["run_id"]), {}))
-        point = {a: run[a] for a in results.axes}
-        title = f"{run['run_id']}: {run['variant']}, {point_label(point)}"
-        plots.append(_save(fig, out, f"timeseries_{run['run_id']}", title))
-    return plots
+    return save_figure(fig, out, "goodput_vs_throughput", "Goodput against throughput per run")
 
 
 def all_figures(results: Results, out: Path) -> list[Plot]:

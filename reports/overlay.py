@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
-from reports.figures import AXIS_METRICS, Plot, _new, _numeric, _save, axis_series
+from reports.figures import AXIS_METRICS, axis_series
+from reports.plotting import Plot, is_numeric, new_figure, save_figure
 from reports.results import Results, fmt_value, short_axis
 from reports.tables import Display
 
@@ -73,7 +74,7 @@ def _panel(ax: Axes, campaigns: list[Results], labels: list[str], axis: str, d: 
     per = [_series(r, axis, d.column) for r in campaigns]
     values = sorted({p[0] for lines in per for pts in lines.values() for p in pts},
                     key=lambda v: (str(type(v)), v))  # fmt: skip
-    numeric = _numeric(values)
+    numeric = is_numeric(values)
     where = {v: (v if numeric else i) for i, v in enumerate(values)}
     colours: dict[str, str] = {}
     for k, (lines, label) in enumerate(zip(per, labels, strict=True)):
@@ -105,7 +106,7 @@ def overlay_figures(campaigns: list[Results], out: Path) -> list[Plot]:
     plots: list[Plot] = []
     for i, axis in enumerate(shared_axes(campaigns) if shown else []):
         ncols = min(3, len(shown))
-        fig = _new(ncols=ncols, nrows=-(-len(shown) // ncols), size=(6.4, 4.2))
+        fig = new_figure(ncols=ncols, nrows=-(-len(shown) // ncols), size=(6.4, 4.2))
         for ax in fig.axes[len(shown) :]:
             ax.set_visible(False)
         for ax, d in zip(fig.axes, shown, strict=False):
@@ -114,5 +115,5 @@ def overlay_figures(campaigns: list[Results], out: Path) -> list[Plot]:
             f"Overlay of {' / '.join(labels)} against {short_axis(axis)} "
             f"(line style per campaign; mean, 95 % t interval, none below n = 3)"
         )
-        plots.append(_save(fig, out, f"overlay_vs_axis{i}", title))
+        plots.append(save_figure(fig, out, f"overlay_vs_axis{i}", title))
     return plots

@@ -16,7 +16,7 @@ from mprig import fsio
 from mprig.errors import UsageError
 from reports import instruments
 from reports import tables as tb
-from reports.figures import Plot
+from reports.plotting import Plot
 from reports.references import Check, shown_window
 from reports.results import Results, point_label
 

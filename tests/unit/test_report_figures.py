@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import report_synth as rs
 
-from reports import figures, results
+from reports import figures, figures_timeseries, results
 
 AXIS = "param.paths.wifi.distance_m"
 
@@ -73,20 +73,20 @@ def test_time_series_panels_per_subflow_throughput_rtt_cwnd_and_ooo() -> None:
         "ooo_bytes_max": {"": one},
         "pacing_rate_bps": {"wifi": one},
     }
-    assert [p[1] for p in figures.timeseries_panels(ts)] == [
+    assert [p[1] for p in figures_timeseries.timeseries_panels(ts)] == [
         "throughput per subflow, capture (Mbit/s)",
         "srtt, ss (ms)",
         "cwnd, ss (packets)",
         "OOO queue, max per bin, capture (KB)",
     ]
-    assert figures.timeseries_panels({"cwnd": {"wifi": one}})[0][0] == "cwnd"
+    assert figures_timeseries.timeseries_panels({"cwnd": {"wifi": one}})[0][0] == "cwnd"
 
 
 def test_the_traffic_window_is_marked_from_run_json_stages() -> None:
     timings = {"started": 100.0, "stages": {"setup": 6.649, "traffic": 6.544, "stop": 1.458}}
-    assert figures.traffic_window({"timings": timings}) == (6.649, pytest.approx(13.193))
-    assert figures.traffic_window({"timings": {"started": 1.0}}) is None
-    assert figures.traffic_window({}) is None
+    assert figures_timeseries.traffic_window({"timings": timings}) == (6.649, pytest.approx(13.193))
+    assert figures_timeseries.traffic_window({"timings": {"started": 1.0}}) is None
+    assert figures_timeseries.traffic_window({}) is None
 
 
 def one_point(variants: tuple[str, ...], distances: tuple[float, ...] = (70.0,)) -> results.Results:

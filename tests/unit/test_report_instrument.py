@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import report_synth as rs
 
-from reports import figures, instruments, report, results
+from reports import figures_timeseries, instruments, report, results
 
 AXIS = "param.paths.wifi.distance_m"
 
@@ -128,6 +128,6 @@ def test_time_axes_start_at_the_run_start(tmp_path: Path) -> None:
         "cwnd": {"wifi": pd.DataFrame({"t_s": [8.7, 9.0, 10.7], "value": [1.0, 2.0, 3.0]})},
         "ooo_bytes_max": {"": pd.DataFrame({"t_s": [0.2, 5.1], "value": [1.0, 2.0]})},
     }
-    assert figures.time_limits(late) == (0.0, pytest.approx(10.7))
+    assert figures_timeseries.time_limits(late) == (0.0, pytest.approx(10.7))
     res = results.load(rs.write(tmp_path / "c", rs.Synth(repetitions=2)))
-    assert figures.timeseries_figures(res, tmp_path / "f")
+    assert figures_timeseries.timeseries_figures(res, tmp_path / "f")

@@ -14,7 +14,7 @@ import report_synth as rs
 
 from mprig.cli import main
 from mprig.errors import UsageError
-from reports import figures, overlay, results
+from reports import figures, figures_timeseries, overlay, results
 
 
 def campaign(root: Path, **kw: object) -> results.Results:
@@ -120,9 +120,9 @@ def test_retransmissions_are_where_the_ss_counter_grew() -> None:
     t = [0.1, 0.2, 0.3, 0.4, 0.5]
     ts = {"retrans": {"wifi": pd.DataFrame({"t_s": t, "value": [0, 0, 2, 2, 3]}),
                       "cell": pd.DataFrame({"t_s": t[:2], "value": [1, 1]})}}  # fmt: skip
-    assert figures.retransmission_events(ts) == [
-        figures.Event(0.3, "retransmission (ss)", "wifi"),
-        figures.Event(0.5, "retransmission (ss)", "wifi"),
+    assert figures_timeseries.retransmission_events(ts) == [
+        figures_timeseries.Event(0.3, "retransmission (ss)", "wifi"),
+        figures_timeseries.Event(0.5, "retransmission (ss)", "wifi"),
     ]
 
 
@@ -134,15 +134,17 @@ def test_rbpm_actions_are_events_from_the_run_start() -> None:
         {"t": 1004.0, "event": "step", "decision": {"action": "nobackup"}},
     ]
     text = "\n".join(json.dumps(x) for x in lines)
-    assert figures.rbpm_events(text, started=1000.0) == [
-        figures.Event(2.25, "RBPM backup", ""),
-        figures.Event(4.0, "RBPM nobackup", ""),
+    assert figures_timeseries.rbpm_events(text, started=1000.0) == [
+        figures_timeseries.Event(2.25, "RBPM backup", ""),
+        figures_timeseries.Event(4.0, "RBPM nobackup", ""),
     ]
 
 
 def test_a_broken_rbpm_log_is_an_error_naming_file_and_line() -> None:
     with pytest.raises(UsageError) as e:
-        figures.rbpm_events('{"t": 1, "event": "start"}\n{"t": 2, "ev', 0.0, "r1/rbpm.jsonl")
+        figures_timeseries.rbpm_events(
+            '{"t": 1, "event": "start"}\n{"t": 2, "ev', 0.0, "r1/rbpm.jsonl"
+        )
     assert str(e.value).startswith("r1/rbpm.jsonl:2: not an RBPM log line (")
 
 
@@ -153,9 +155,11 @@ def test_timeseries_figure_marks_the_events(tmp_path: Path) -> None:
         [(t, "cwnd", "wifi", 10.0) for t in np.arange(0, 1, 0.1)]
         + [(0.1, "retrans", "wifi", 0.0), (0.6, "retrans", "wifi", 4.0)]
     ).to_parquet(res.root / run_id / "timeseries.parquet")
-    ts = figures.read_timeseries(res.root / run_id / "timeseries.parquet")
-    assert figures.run_events(res, run_id, ts) == [
-        figures.Event(0.6, "retransmission (ss)", "wifi")
+    ts = figures_timeseries.read_timeseries(res.root / run_id / "timeseries.parquet")
+    assert figures_timeseries.run_events(res, run_id, ts) == [
+        figures_timeseries.Event(0.6, "retransmission (ss)", "wifi")
     ]
-    plots = [p for p in figures.timeseries_figures(res, tmp_path / "fig") if run_id in p.key]
+    plots = [
+        p for p in figures_timeseries.timeseries_figures(res, tmp_path / "fig") if run_id in p.key
+    ]
     assert [p.png.is_file() for p in plots] == [True]

@@ -13,7 +13,7 @@ import pytest
 
 from mprig import bundle
 from mprig.cli import main
-from reports import figures, results
+from reports import figures_timeseries, results
 
 FIXTURE = Path(__file__).parents[1] / "captures" / "test_collect" / "mptcp_download"
 REPS = 3
@@ -72,10 +72,10 @@ def test_report_of_collected_real_runs(campaign: Path, capsys: pytest.CaptureFix
 
 
 def test_timeseries_of_a_real_run(campaign: Path) -> None:
-    series = figures.read_timeseries(campaign / "mptcp-r1" / "timeseries.parquet")
+    series = figures_timeseries.read_timeseries(campaign / "mptcp-r1" / "timeseries.parquet")
     assert sorted(series["cwnd"]) == ["cell", "wifi"]
     assert "ooo_bytes_max" in series
-    plots = figures.timeseries_figures(results.load(campaign), campaign / "figs")
+    plots = figures_timeseries.timeseries_figures(results.load(campaign), campaign / "figs")
     assert [p.key for p in plots] == ["timeseries_mptcp-r1"]
 
 
