@@ -366,3 +366,15 @@ def test_runner_points_a_download_controller_at_the_servers_sampler() -> None:
     assert argv[argv.index("--sender-ss") + 1] == "/tmp/mprig-virtual/r1/server/ss.txt"
     up = dataclasses.replace(run, traffic=Traffic(duration_s=5, direction="upload"))
     assert "--sender-ss" not in commands.build(up, links).background[0][1]
+
+
+def test_parse_ss_reads_ipv6_subflows_bound_to_a_device() -> None:
+    # real `ss -tinHMm` of an MPTCP connection over two IPv6 paths: `[addr]%dev:port`
+    fixture = Path(__file__).parents[1] / "captures" / "test_ss" / "mptcp_ipv6_two_paths_client.txt"
+    socks = [s for s in rbpm_ss.parse_ss(fixture.read_text()) if s.netid == "tcp"]
+    assert sorted((s.addr, s.port, s.peer) for s in socks) == [
+        ("fd00:1:1::2", 43555, "fd00::1"),
+        ("fd00:1:1::2", 47287, "fd00::1"),
+        ("fd00:2:1::2", 53331, "fd00::1"),
+        ("fd00:2:1::2", 60381, "fd00::1"),
+    ]
