@@ -45,7 +45,8 @@ rm -f "$out/build/.config"
 scripts/kconfig/merge_config.sh -m -O "$out/build" "$out/build/.config" \
     "$here/upstream-mptcp.config" "$here/vm-small.config" >> "$out/config.log" 2>&1
 make -s "O=$out/build" olddefconfig >> "$out/config.log" 2>&1
-for want in CONFIG_MPTCP=y CONFIG_NET_SCH_NETEM=y CONFIG_VIRTIO_PCI=y CONFIG_NET_9P_VIRTIO=y; do
+for want in CONFIG_MPTCP=y CONFIG_NET_SCH_NETEM=y CONFIG_VIRTIO_PCI=y CONFIG_NET_9P_VIRTIO=y \
+    CONFIG_BRIDGE=y CONFIG_CFG80211=y CONFIG_MAC80211=y CONFIG_MAC80211_HWSIM=y; do
     grep -qx "$want" "$out/build/.config" || { log "config lost $want"; exit 1; }
 done
 
