@@ -103,20 +103,21 @@ lint: venv
 bench: setup
 	$(BIN)/python -m bench
 
-# A paper's full profile (hours; run it in the background: `nohup make reproduce SEED=000 &`):
-# runs and collects its campaigns, writes reports/reproductions/$(SEED)/, then the numbers
-# section of docs/papers.md. Commit both.
+# A paper's full profile (hours; run it in the background: `nohup make reproduce PAPER=000 &`):
+# runs and collects its campaigns, writes reports/reproductions/$(PAPER)/, then the numbers
+# section of docs/papers.md. Commit both. (SEED= is the old spelling of PAPER=, still read.)
 SEED ?=
 reproduce: setup
-	@test -n "$(SEED)" || { echo "usage: make reproduce SEED=000 (000..004)"; exit 2; }
-	$(BIN)/mprig reproduce $(SEED) --profile full --run
+	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=000 (000..004)"; exit 2; }
+	$(BIN)/mprig reproduce $(PAPER) --profile full --run
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
 # Every paper's core profile: the cells of its headline claims at n = 5 (about 2 h on 2 cores
 # without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).
 # Writes reports/reproductions/<seed>/ for all five seeds and docs/papers.md's numbers.
 papers-core: setup
-	for seed in 000 001 002 003 004; do $(BIN)/mprig reproduce $$seed --profile core --run || exit 1; done
+PAPER ?= $(SEED)
+	for paper in 000 001 002 003 004; do $(BIN)/mprig reproduce $$paper --profile core --run || exit 1; done
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
 # Re-renders, from the committed files alone (runs nothing), docs/papers.md's numbers and

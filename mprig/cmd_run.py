@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     from mprig import judge, shard, vmprobe
 
     campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
+    for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
+        print(f"mprig: warning: {line}", file=sys.stderr)
     part = getattr(args, "shard", None)
     runs = shard.select(plan, part)
     results = Path(args.results).resolve() / campaign.name

@@ -95,6 +95,8 @@ def validate(args: argparse.Namespace) -> int:
                 print(f"mprig: error: {line}", file=sys.stderr)
             status = e.exit_code
             continue
+        for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
+            print(f"mprig: warning: {line}", file=sys.stderr)
         print(f"OK {escape(name)}: {len(runs)} run{'s' if len(runs) != 1 else ''}")
         print(f"  checked at run time: {'; '.join(run_time_checks(campaign, runs))}")
     return status

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
+from mprig import spec_spelling
 from mprig.crossspec import SharedBottleneck, bottleneck_issues
 from mprig.errors import SpecError
 from mprig.ipfamily import family_issues
@@ -81,6 +82,12 @@ class Campaign(StrictModel):
     shared_bottleneck: SharedBottleneck | None = None  # paths converging on one shaped link
     timeline: tuple[Event, ...] = Field(default=(), max_length=MAX_EVENTS)  # mid-run events
     _source: Source | None = PrivateAttr(default=None)  # file and lines, when read from one
+    _deprecations: tuple[str, ...] = PrivateAttr(default=())  # old spellings (spec_spelling)
+
+    @property
+    def deprecations(self) -> tuple[str, ...]:
+        """A `file:line: field: ...` warning per old spelling the file used."""
+        return self._deprecations
 
     @model_validator(mode="after")
     def _cross_references(self) -> Campaign:
@@ -341,11 +348,13 @@ def parse_campaign(text: str | bytes, filename: str = "<campaign>") -> Campaign:
     except YamlProblem as e:
         raise SpecError(filename, e.line, "", one_line(e.message)) from None
     source = Source(filename, lines, data)
+    data, respelled = spec_spelling.respell(data)
     try:
         campaign = Campaign.model_validate(data)
     except ValidationError as e:
         raise spec_error(e, Campaign, source) from None
     campaign._source = source
+    campaign._deprecations = spec_spelling.messages(filename, lines, source.data, respelled)
     return campaign
 
 

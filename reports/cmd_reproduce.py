@@ -1,6 +1,9 @@
-"""`mprig reproduce SEED`: a paper's campaigns, then its reproduction report (report.md from
+"""`mprig reproduce PAPER`: a paper's campaigns, then its reproduction report (report.md from
 reports/reproduce.py, report.html from reports/reproduce_html.py) and, with --docs and
---html, the views rendered again from the committed reproductions alone."""
+--html, the views rendered again from the committed reproductions alone.
+
+A paper is named by its id (000 .. 004: experiments/papers/<id>-*.yaml, reports/references/,
+reports/reproductions/<id>/), called PAPER here; a campaign's `seed:` is its random seed."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from reports.reproduce_docs import update_docs
 
 EPILOG = """\
 examples:
-  mprig reproduce 000 --run              run seed 000's quick campaigns, collect, and write
+  mprig reproduce 000 --run              run paper 000's quick campaigns, collect, and write
                                          results/reproduce/000-quick/ (report.md,
                                          report.html, metrics, environment.json,
                                          verdicts.json)
@@ -50,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("seeds", nargs="*", metavar="SEED", help="paper ids: 000 001 002 003 004")
+    p.add_argument("papers", nargs="*", metavar="PAPER", help="paper ids: 000 001 002 003 004")
     p.add_argument("--profile", choices=PROFILES, default="quick",
                    help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2 h "
                    "for all papers without KVM); full: every cell at the papers' run lengths "
@@ -58,10 +61,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="where SEED/ goes (default: reports/reproductions for the core and "
+                   help="where PAPER/ goes (default: reports/reproductions for the core and "
                    "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
     p.add_argument("--from-committed", action="store_true",
-                   help="judge each SEED's committed reproduction (under --out, default "
+                   help="judge each PAPER's committed reproduction (under --out, default "
                    "reports/reproductions) again from its own metrics.parquet and "
                    "environment.json, without results/: verdicts.json, report.md and its "
                    "figures, report.html")  # fmt: skip
@@ -77,22 +80,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def main(args: argparse.Namespace) -> int:
-    """Write one report per seed, or re-render the committed views; print where."""
+    """Write one report per paper, or re-render the committed views; print where."""
     if args.docs is not None or args.html:
         return rerender(args.docs, (args.out or REPRODUCTIONS) if args.html else None)
-    if args.list or not args.seeds:
-        for seed, plan in PAPERS.items():
+    if args.list or not args.papers:
+        for paper, plan in PAPERS.items():
             files = [campaign_file(s, args.profile) for s in plan.campaigns]
             names = " ".join(f.name for f in files if f.is_file())
-            print(f"{seed}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
+            print(f"{paper}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
         return 0 if args.list else 2
     default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
     out = args.out or default
-    for seed in args.seeds:
+    for paper in args.papers:
         if args.from_committed:
-            report = reproduce_committed.rejudge(out / seed, args.results)
+            report = reproduce_committed.rejudge(out / paper, args.results)
         else:
-            report = reproduce(seed, args.profile, args.results, out, args.run)
+            report = reproduce(paper, args.profile, args.results, out, args.run)
         print(report)
         print(reproduce_html.write(report.parent))
     return 0

@@ -50,9 +50,9 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
     verdicts = {seed: v for seed, (v, _) in committed.items()}
     lines += ordering_lines(verdicts)
     lines += checked_lines(verdicts)
-    lines += ["", "Per reference: `reports/reproductions/<seed>/report.md`; a seed without a "
+    lines += ["", "Per reference: `reports/reproductions/<paper>/report.md`; a paper without a "
               "committed reproduction runs with `make papers-core` (about 2 h for all five) or "
-              "`make reproduce SEED=<seed>` (the full profile: days without KVM).", "",
+              "`make reproduce PAPER=<paper>` (the full profile: days without KVM).", "",
               DOCS_END]  # fmt: skip
     return "\n".join(lines)
 

@@ -67,7 +67,7 @@ class Committed:
 
 def _json(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise UsageError(f"{path}: not found; `mprig reproduce SEED` writes it")
+        raise UsageError(f"{path}: not found; `mprig reproduce PAPER` writes it")
     try:
         return dict(json.loads(path.read_text()))
     except ValueError as e:
@@ -93,7 +93,7 @@ def read(root: Path) -> Committed:
     try:
         metrics = pd.read_parquet(parquet)
     except (OSError, ValueError) as e:
-        raise UsageError(f"{parquet}: unreadable ({e}); `mprig reproduce SEED` writes it") from e
+        raise UsageError(f"{parquet}: unreadable ({e}); `mprig reproduce PAPER` writes it") from e
     return Committed(root, verdicts, env, metrics, _figures(root))
 
 
