@@ -11,9 +11,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mprig import apps_spec, netemspec, presets
 from mprig.crossspec import CrossFlow
+from mprig.errors import UsageError
 from mprig.ipfamily import DEFAULT as DEFAULT_FAMILY
 from mprig.ipfamily import Family
-from mprig.errors import UsageError
 from mprig.ns3spec import ns3_issue
 from mprig.spec_base import (
     BLOCK_BYTES_DEFAULT,
