@@ -104,7 +104,7 @@ def iperf3_mptcp_check() -> Check:
 
 def kernel_checks() -> list[Check]:
     """MPTCP, sch_netem, TBF, mac80211_hwsim, BPF struct_ops (BTF)."""
-    from mprig import rbpm_run, vmprobe
+    from mprig import rbpm_run, userpm, vmprobe
 
     enabled = Path("/proc/sys/net/mptcp/enabled")
     mptcp = enabled.exists() and enabled.read_text().strip() == "1"
@@ -120,6 +120,7 @@ def kernel_checks() -> list[Check]:
         Check("BPF struct_ops", btf, "/sys/kernel/btf/vmlinux" if btf else "no kernel BTF", False),
         *bpf_cc_checks(),
         Check("RBPM controller", *rbpm_run.doctor_check(), False),
+        Check("mptcpd plugin (path_manager userspace)", *userpm.doctor_check(), False),
     ]
 
 

@@ -76,6 +76,16 @@ def files(run: Run) -> list[str]:
     return [LOG] if used(run) else []
 
 
+def doctor_check() -> tuple[bool, str]:
+    """Whether path_manager userspace can run here: mptcpd and the built plugin."""
+    plugin = plugin_dir() / f"{PLUGIN}.so"
+    if not Path(MPTCPD).is_file():
+        return False, f"{MPTCPD} missing (apt-get install mptcpd)"
+    if not plugin.is_file():
+        return False, f"{plugin} missing (make mptcpd-plugin)"
+    return True, f"{MPTCPD}, {plugin}"
+
+
 @dataclass(frozen=True)
 class LogSummary:
     """What mptcpd's log says the plugin did in one run."""

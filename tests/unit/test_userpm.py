@@ -114,3 +114,14 @@ def test_problem(tmp_path: Path) -> None:
         "client: mptcpd logged errors (Unable to load path manager plugins.)"
     )
     assert userpm.problem(tmp_path, make_run(Variant(name="k"))) is None
+
+
+def test_doctor_names_the_missing_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MPRIG_MPTCPD_PLUGIN_DIR", str(tmp_path))
+    monkeypatch.setattr(userpm, "MPTCPD", "/bin/sh")  # present everywhere
+    assert userpm.doctor_check() == (
+        False,
+        f"{tmp_path}/mprig_fullmesh.so missing (make mptcpd-plugin)",
+    )
+    (tmp_path / "mprig_fullmesh.so").write_bytes(b"")
+    assert userpm.doctor_check() == (True, f"/bin/sh, {tmp_path}/mprig_fullmesh.so")
