@@ -100,7 +100,7 @@ def build(
     setup += bottleneck_setup(run.bottleneck, links)
     teardown += bottleneck_teardown(run.bottleneck, links)
     teardown += timeline.restore_steps(run.timeline, links)
-    timed = timeline.agents(run, links)
+    timed = timeline.agents(run, links, radio_paths)
     return RunCommands(setup, server, client, teardown, background, timed)
 
 

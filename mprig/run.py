@@ -69,7 +69,7 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.summary = summarise(a)
     out.summary |= latency.run_summary(a.staging, a.run, (end - out.traffic_s, end))
     out.cross = cross_record(a.staging, a.run, (end - out.traffic_s, end), out.summary)
-    out.timeline = timeline.record(a.staging, a.run, a.rig.paths)
+    out.timeline = timeline.record(a.staging, a.run, a.rig.paths, a.rig.attenuators)
 
 
 def execute(ctx: Context, run: Run) -> dict[str, Any]:

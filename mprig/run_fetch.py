@@ -53,7 +53,7 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
         files.setdefault(end, []).extend(names)
     files["client"] += latency.files(a.run.traffic, [p.name for p in a.run.paths])
     files["client"] += mptcpd_files(a.run)
-    for h, log in timeline.logs(a.run, a.rig.paths).items():
+    for h, log in timeline.logs(a.run, a.rig.paths, a.rig.attenuators).items():
         files.setdefault(h, []).append(log)
     return files
 

@@ -16,6 +16,7 @@ from mprig import apps, aqm, batch, capture, commands, headroom, impair, isolati
 from mprig.batch import Batch, Cmd
 from mprig.crossflow import cross_ready
 from mprig.errors import HostError, UsageError
+from mprig.labwalk import walking
 from mprig.plan import Run
 from mprig.run_attempt import (
     Attempt,
@@ -167,7 +168,8 @@ def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
     for h, _, log in cmds.timed:  # the timeline's t = 0: the agents go with the client
         b.add(h, Cmd(["kill", "-USR1", str(a.background[h][Path(log).stem])]))
     b.add(host, Cmd(argv, timeout=limit, check=False, enforce_timeout=True))
-    d = a.stage("traffic", b)[host][-1]
+    with walking(a.run, a.rig.attenuators, a.staging):  # a lab's walk: the attenuator
+        d = a.stage("traffic", b)[host][-1]
     if d.returncode == -9:
         raise RunFailed(
             f"{host}: traffic hung past its {limit:.0f} s timeout; killed", transient=True

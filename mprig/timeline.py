@@ -17,7 +17,7 @@ import json
 import os
 import shlex
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -31,6 +31,7 @@ Step = tuple[float, str, str, str]  # (t_s, tool, line without the tool, label)
 WALK_STEP_S = 0.5  # a distance walk moves in steps of this many seconds
 MAX_SCHEDULE_BYTES = 100_000  # the agent's argument; Linux caps one argument at 128 KiB
 LOG = "timeline-{host}.jsonl"
+WALK_LOG = "timeline-attenuator.jsonl"  # a lab's attenuator walk (mprig/labwalk.py)
 SOURCE_NAME = "<mprig/timeline_agent.py>"
 Change = tuple[float, dict[str, float], str]  # (t_s, direction fields, label)
 
@@ -138,13 +139,15 @@ def schedules(
     events: Sequence[Event],
     variant: Variant,
     duration_s: float,
+    radios: Collection[str] = (),
 ) -> dict[str, list[Step]]:
-    """Per host, its changes in time order (empty when nothing changes during the run)."""
+    """Per host, its changes in time order (empty when nothing changes during the run).
+    `radios` (a lab's attenuated Wi-Fi paths) have no netem: mprig/labwalk.py walks them."""
     by_name = {link.name: link for link in links}
     out: dict[str, list[Step]] = {}
     for path in paths:
         link = by_name.get(path.name)
-        if link is None or path.engine == "ns3":
+        if link is None or path.engine == "ns3" or path.name in radios:
             continue
         out.setdefault(link.router, []).extend(qdisc_steps(path, link, events, duration_s))
     for e in events:
@@ -208,22 +211,30 @@ def summary(logs: dict[str, str]) -> dict[str, Any]:
     return {**out, "start_skew_ms": skew}  # how far apart the hosts' t = 0 fell
 
 
-def agents(run: Any, links: Sequence[PathLink]) -> list[tuple[str, list[str], str]]:
+def agents(
+    run: Any, links: Sequence[PathLink], radios: Collection[str] = ()
+) -> list[tuple[str, list[str], str]]:
     """(host, argv, log name) of the timed agent on each host that has changes in `run`
     (a plan.Run: its paths, timeline, variant and traffic duration)."""
-    plan = schedules(run.paths, links, run.timeline, run.variant, run.traffic.duration_s)
+    d = run.traffic.duration_s
+    plan = schedules(run.paths, links, run.timeline, run.variant, d, radios)
     return [(h, agent_argv(steps), LOG.format(host=h)) for h, steps in plan.items()]
 
 
-def logs(run: Any, links: Sequence[PathLink]) -> dict[str, str]:
+def logs(run: Any, links: Sequence[PathLink], radios: Collection[str] = ()) -> dict[str, str]:
     """Host -> the name of its agent's log, for each host with an agent in `run`."""
-    return {h: log for h, _, log in agents(run, links)}
+    return {h: log for h, _, log in agents(run, links, radios)}
 
 
-def record(staging: FsPath, run: Any, links: Sequence[PathLink]) -> dict[str, Any]:
-    """run.json `timeline` from the fetched agent logs, with each traced path's capacity
-    (bin start s from the traffic's start, Mbit/s) for the report's overlay."""
-    names = logs(run, links)
+def record(
+    staging: FsPath, run: Any, links: Sequence[PathLink], radios: Collection[str] = ()
+) -> dict[str, Any]:
+    """run.json `timeline` from the fetched agent logs (and the lab's attenuator walk, its
+    host "attenuator"), with each traced path's capacity (bin start s from the traffic's
+    start, Mbit/s) for the report's overlay."""
+    names = logs(run, links, radios)
+    if (staging / WALK_LOG).exists():
+        names["attenuator"] = WALK_LOG
     if not names:
         return {}
     texts = {h: (staging / n).read_text(errors="replace") for h, n in names.items()}

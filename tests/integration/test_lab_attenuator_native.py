@@ -2,7 +2,9 @@
 inside its controller namespace with its rendered inventory plus `mprig_attenuators` (a
 stand-in attenuator on the Wi-Fi path). The run's record shows the channel model's dB set
 and read back, and no netem on the attenuated path (tc only on the cellular router). The
-host has no sch_netem, so tbf stands in on the cellular path (MPRIG_BENCH_TBF_FOR_NETEM=1)."""
+host has no sch_netem, so tbf stands in on the cellular path (MPRIG_BENCH_TBF_FOR_NETEM=1).
+The campaign walks the Wi-Fi path from 20 to 40 m: the runner steps the attenuator through
+the channel model's dB (mprig/labwalk.py), with no timed agent or tc on its router."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle
+from mprig import bundle, labwalk
 from mprig.attenuator import attenuation_for_distance
 from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
@@ -31,7 +33,9 @@ paths:
   - {name: cell, kind: cellular, rate_mbit: 4, delay_ms: 40}
 variants:
   - {name: mptcp, protocol: mptcp}
-traffic: {tool: iperf3, duration_s: 2}
+traffic: {tool: iperf3, duration_s: 4}
+timeline:
+  - {at_s: 0.5, path: wifi, action: walk, to_m: 40, over_s: 2.5}
 """
 ATTENUATORS = "\nmprig_attenuators:\n  wifi: {driver: stand-in, physical_m: 1.0}\n"
 
@@ -84,5 +88,20 @@ def test_the_runner_drives_the_attenuator_and_adds_no_netem_to_the_radio(tmp_pat
     ran = [(c["host"], part) for c in record["commands"] for part in c.get("parts", [c["argv"]])]
     qdiscs = [host for host, argv in ran if argv[:3] == ["tc", "qdisc", "replace"]]
     assert qdiscs == ["cell", "cell"]  # one tc for both (a fused command lists its parts)
+    on_ap = [argv for h, argv in ran if h == "ap" and argv[:1] in (["tc"], ["python3"])]
+    assert on_ap == [["tc", "-s", "qdisc", "show"]] * 2  # snapshots only: no change, no agent
+    walk = [json.loads(x) for x in (results / run_id / labwalk.LOG).read_text().splitlines()]
+    steps = [e for e in walk if e["event"] == "change"]
+    model = [(round(0.5 + 2.5 * (e["distance_m"] - 20) / 20, 6), e["db"]) for e in steps]
+    assert [
+        (e["t"], round(attenuation_for_distance(e["distance_m"], 1.0), 3)) for e in steps
+    ] == model
+    assert [(e["rc"], e["read_db"], e["tool"]) for e in steps] == [
+        (0, e["db"], "attenuator") for e in steps
+    ]
+    assert (steps[-1]["t"], steps[-1]["distance_m"], len(steps)) == (3.0, 40.0, 7)
+    tl = record["timeline"]
+    assert (sorted(tl["started"]), tl["changes"], tl["failed"]) == (["attenuator"], 7, [])
+    print(f"walk: {[(e['t'], e['db']) for e in steps]}, late_ms {tl['late_ms']}")
     assert virtual.leftovers(RIG) == []
     print(f"lab run over a virtual rig with a stand-in attenuator: {time.monotonic() - t0:.1f} s")
