@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -102,24 +103,31 @@ def test_too_long_a_schedule_is_refused() -> None:
 
 
 def _stand_ins(tmp_path: Path) -> dict[str, str]:
-    """tc and ip that append `<tool> <args>|<stdin>` to tmp_path/calls and exit 0 (ip
-    exits 2 for a line saying `fail`)."""
+    """tc and ip reading a batch from stdin as the real ones do under `-force -batch -`:
+    each line (the agent's markers, `show dev mprig-none`, aside) is appended to
+    tmp_path/calls as `<tool> <line>`; a line saying `fail` or `mprig-none` fails with the
+    real tools' stderr report (`Command failed -:<n>`)."""
     for tool in ("tc", "ip"):
         exe = tmp_path / tool
         exe.write_text(
-            f'#!/bin/sh\nin=$(cat)\nprintf "%s\\n" "{tool} $*|$(echo "$in" | tr "\\n" ";")"'
-            f' >> {tmp_path}/calls\ncase "$in" in *fail*) echo bad >&2; exit 2;; esac\n'
+            "#!/bin/sh\nn=0\nwhile IFS= read -r line; do\n  n=$((n+1))\n"
+            f'  case "$line" in *mprig-none*) ;; *) echo "{tool} $line" >>{tmp_path}/calls;; esac\n'
+            '  case "$line" in *fail*|*mprig-none*) echo bad >&2; echo "Command failed -:$n" >&2;;'
+            " esac\ndone\n"
         )
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
 
 
-def test_the_agent_batches_each_moment_and_logs_every_change(tmp_path: Path) -> None:
+def test_the_agent_writes_each_moment_to_one_open_batch_and_logs_every_change(
+    tmp_path: Path,
+) -> None:
     plan_ = [
         (0.0, "tc", "qdisc change dev a root tbf rate 1mbit", "trace p: 1 Mbit/s (down)"),
         (0.0, "tc", "qdisc change dev b root tbf rate 1mbit", "trace p: 1 Mbit/s (up)"),
         (0.0, "ip", "link set dev a down", "link down p"),
         (0.2, "ip", "fail", "link up p"),
+        (0.3, "ip", "link set dev a up", "link up p"),
     ]
     argv = timeline.agent_argv(plan_)
     agent = subprocess.Popen(argv, env=_stand_ins(tmp_path), stdout=subprocess.PIPE, text=True)
@@ -132,21 +140,65 @@ def test_the_agent_batches_each_moment_and_logs_every_change(tmp_path: Path) -> 
     done = subprocess.CompletedProcess(argv, 0, stdout)
     calls = (tmp_path / "calls").read_text().split("\n")
     assert [c for c in calls if c] == [
-        "tc -force -batch -|qdisc change dev a root tbf rate 1mbit;"
-        "qdisc change dev b root tbf rate 1mbit;",
-        "ip -force -batch -|link set dev a down;",
-        "ip -force -batch -|fail;",
+        "tc qdisc change dev a root tbf rate 1mbit",
+        "tc qdisc change dev b root tbf rate 1mbit",
+        "ip link set dev a down",
+        "ip fail",
+        "ip link set dev a up",
     ]
     lines = [json.loads(x) for x in done.stdout.splitlines()]
-    assert [x["event"] for x in lines] == ["start", "change", "change", "change", "change"]
-    assert [(x["t"], x["rc"]) for x in lines[1:]] == [(0.0, 0), (0.0, 0), (0.0, 0), (0.2, 2)]
+    assert [x["event"] for x in lines] == ["start", *["change"] * 5]
+    assert [(x["t"], x["rc"]) for x in lines[1:]] == [
+        (0.0, 0),
+        (0.0, 0),
+        (0.0, 0),
+        (0.2, 1),
+        (0.3, 0),
+    ]
     assert all(x["done"] >= x["issued"] >= x["t"] for x in lines[1:]), lines
     got = timeline.summary({"ap": done.stdout})
-    assert (got["changes"], got["failed"], got["start_skew_ms"]) == (4, ["ap: fail: bad"], 0)
+    assert (got["changes"], got["failed"], got["start_skew_ms"]) == (5, ["ap: fail: bad"], 0)
     assert got["late_ms"]["max"] == max(round((x["done"] - x["t"]) * 1000, 3) for x in lines[1:])
     started = lines[0]["realtime"] - 1.0  # the run started a second before the agent
     shown = timeline_fig.events(done.stdout, started, "x")
-    assert [(round(t), k) for t, k in shown] == [(1, "link down p"), (1, "link up p")]
+    assert [(round(t), k) for t, k in shown] == [
+        (1, "link down p"),
+        (1, "link up p"),
+        (1, "link up p"),
+    ]
+
+
+@pytest.mark.skipif(shutil.which("tc") is None, reason="needs iproute2's tc")
+def test_a_failed_change_shows_with_its_line_through_the_real_tc() -> None:
+    """The real `tc -force -batch -` (no root: a missing device and a show): the failed
+    change is reported with tc's message, the next line still runs."""
+    plan_ = [
+        (
+            0.0,
+            "tc",
+            "qdisc change dev mprig-nodev root tbf rate 1mbit burst 32kb latency 400ms",
+            "bad (down)",
+        ),
+        (0.0, "tc", "qdisc show dev lo", "show"),
+        (0.1, "tc", "qdisc show dev mprig-nodev2", "bad again"),
+        (0.2, "tc", "qdisc show dev lo", "show again"),
+    ]
+    agent = subprocess.Popen(timeline.agent_argv(plan_), stdout=subprocess.PIPE, text=True)
+    assert agent.stdout is not None
+    assert json.loads(agent.stdout.readline())["event"] == "ready"
+    agent.send_signal(signal.SIGUSR1)
+    stdout, _ = agent.communicate(timeout=30)
+    lines = [json.loads(x) for x in stdout.splitlines()][1:]
+    assert [(x["rc"], x["err"]) for x in lines] == [
+        (1, 'Cannot find device "mprig-nodev"'),
+        (0, ""),
+        (1, 'Cannot find device "mprig-nodev2"'),
+        (0, ""),
+    ]
+    assert timeline.summary({"r": stdout})["failed"] == [
+        f'r: {plan_[0][2]}: Cannot find device "mprig-nodev"',
+        'r: qdisc show dev mprig-nodev2: Cannot find device "mprig-nodev2"',
+    ]
 
 
 def test_summary_percentiles() -> None:
