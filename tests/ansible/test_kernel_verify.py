@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import yaml
 from test_playbooks import BIN, PLAYBOOKS, ansible_env
 
 PLAY = """\
@@ -47,3 +48,23 @@ def test_a_missing_sysctl_is_named(tmp_path: Path) -> None:
     done = verify(tmp_path, kernel_required_sysctls=["net.mptcp.no_such_knob"])
     assert done.returncode != 0
     assert "lacks sysctl net.mptcp.no_such_knob" in done.stdout, done.stdout
+
+
+def test_kernel_source_takes_git_or_debians_linux_source(tmp_path: Path) -> None:
+    done = verify(tmp_path, kernel_source="svn")
+    assert done.returncode != 0
+    assert "kernel_source" in done.stdout and "git, linux-source" in done.stdout, done.stdout
+    assert verify(tmp_path, kernel_source="linux-source").returncode == 0  # verify mode only
+
+
+def test_the_build_takes_debians_tarball_when_kernel_source_is_linux_source() -> None:
+    tasks = yaml.safe_load((PLAYBOOKS / "roles" / "kernel" / "tasks" / "build.yml").read_text())
+    by_name = {t["name"]: t for t in tasks}
+    extract = by_name["Extract Debian's kernel source"]
+    assert (extract["when"], extract["ansible.builtin.unarchive"]["src"]) == (
+        "kernel_source == 'linux-source'",
+        "/usr/src/linux-source-{{ kernel_linux_source_version }}.tar.xz",
+    )
+    assert by_name["Check out {{ kernel_git_ref }}"]["when"] == "kernel_source == 'git'"
+    link = by_name["Name the extracted tree linux (where the build script looks)"]
+    assert link["ansible.builtin.file"]["dest"].endswith("/linux")  # mprig-build-kernel's tree
