@@ -18,7 +18,9 @@ from mprig.crossspec import CrossFlow
 if TYPE_CHECKING:
     import pandas as pd
 
-COLUMNS = ("jain_index", "main_share")  # runs.parquet; then `cross_bps.<path>.<n>` per flow
+# runs.parquet; then `cross_bps.<path>.<n>` per flow and `cross_share.<path>.<n>` per
+# competing flow (its share of what the run's connection and the competing flows received)
+COLUMNS = ("jain_index", "main_share")
 
 
 def flow_refs(info: RunInfo) -> list[crossflow.FlowRef]:
@@ -62,8 +64,17 @@ def cross_part(info: RunInfo, main_bps: float | None) -> Part:
     part.metrics["columns"] = {k: doc[k] for k in COLUMNS} | {
         f"cross_bps.{label}": flow["throughput_bps"] for label, flow in doc["flows"].items()
     }
+    part.metrics["columns"] |= shares(doc)
     part.series += [_series(ref, logs[ref.label]) for ref in refs]
     return part
+
+
+def shares(doc: dict[str, Any]) -> dict[str, float]:
+    """`cross_share.<flow>` of each competing flow, from a fairness.summary document: the
+    same total as `main_share` (the connection and the competing flows), so they add to 1."""
+    rates = {label: float(doc["flows"][label]["throughput_bps"]) for label in doc["competing"]}
+    total = float(doc["main_bps"]) + sum(rates.values())
+    return {f"cross_share.{label}": bps / total for label, bps in rates.items()} if total else {}
 
 
 def _series(ref: crossflow.FlowRef, log: fairness.FlowLog) -> pd.DataFrame:
@@ -88,4 +99,5 @@ def _series(ref: crossflow.FlowRef, log: fairness.FlowLog) -> pd.DataFrame:
 def cross_columns(rows: list[dict[str, Any]]) -> list[str]:
     """The runs.parquet columns of the competing flows, when any run has them."""
     flows = sorted({c for r in rows for c in r if c.startswith("cross_bps.")})
+    flows += sorted({c for r in rows for c in r if c.startswith("cross_share.")})
     return [*COLUMNS, *flows] if flows or any(r.get("jain_index") is not None for r in rows) else []

@@ -36,6 +36,13 @@ RATE_METRICS = (
     Display("throughput_bps", "Throughput (Mbit/s)", 1e-6, 2),
     Display("goodput_bps", "Goodput (Mbit/s)", 1e-6, 2),
 )
+# Campaigns with cross traffic or a shared bottleneck (collectors/cross.py): Jain's index
+# over the run's connection and the competing flows, and each one's share of what they got.
+FAIRNESS_METRICS = (
+    Display("jain_index", "Jain's index", 1, 3),
+    Display("main_share", "Main share (%)", 100, 1),
+    Display("cross_share", "Share (%)", 100, 1),  # `cross_share.<flow>`: "Share cell.1 (%)"
+)
 OTHER_METRICS = (
     Display("iperf3_bps", "iperf3 (Mbit/s)", 1e-6, 2),
     Display("ooo_mean_bytes", "OOO mean (KB)", 1 / 1024, 1),
@@ -43,7 +50,7 @@ OTHER_METRICS = (
     Display("retransmitted_packets", "Retransmitted (pkts)", 1, 0),
     Display("reinjected_bytes", "Reinjected (KB)", 1 / 1024, 1),
 )
-DISPLAYS = {d.column: d for d in (*PAPER_METRICS, *RATE_METRICS, *OTHER_METRICS)}
+DISPLAYS = {d.column: d for d in (*PAPER_METRICS, *RATE_METRICS, *FAIRNESS_METRICS, *OTHER_METRICS)}
 
 
 def display_of(column: str) -> Display:
@@ -145,18 +152,22 @@ def summary_table(results: Results) -> Table:
 
     long = summary_long(results)
     keys = _group_keys(results)
-    shown = [m for m in DISPLAYS if m in set(long["metric"])]
+    metrics = set(long["metric"])
+    shown = [m for m in DISPLAYS if m in metrics]
+    shown += sorted(m for m in metrics if m.startswith("cross_share."))  # each flow's share
     rows = []
     for key, group in long.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         by_metric: dict[str, Any] = {r["metric"]: r for r in group.to_dict("records")}
-        cells = [_summary_cell(by_metric[m], DISPLAYS[m]) if m in by_metric else "–" for m in shown]
+        cells = [
+            _summary_cell(by_metric[m], display_of(m)) if m in by_metric else "–" for m in shown
+        ]
         n = max(int(r["n"]) for r in by_metric.values())
         rows.append([key[0], *(fmt_value(v) for v in key[1:]), *cells, str(n)])
     columns = [
         "variant",
         *(short_axis(a) for a in results.axes),
-        *(DISPLAYS[m].label for m in shown),
+        *(display_of(m).label for m in shown),
         "n",
     ]
     return Table(
@@ -173,7 +184,14 @@ def _summary_cell(row: dict[str, Any], d: Display) -> str:
 
 
 # Columns of the summary table `mprig report` prints on the terminal, when present.
-TERMINAL = ("Throughput (Mbit/s)", "Goodput (Mbit/s)", "LU (%)", "OOO-R (%)")
+TERMINAL = (
+    "Throughput (Mbit/s)",
+    "Goodput (Mbit/s)",
+    "LU (%)",
+    "OOO-R (%)",
+    "Jain's index",
+    "Main share (%)",
+)
 MAX_TERMINAL_ROWS = 20
 
 
@@ -201,7 +219,9 @@ def run_table(results: Results) -> Table:
     import pandas as pd
 
     runs = results.runs.sort_values(["variant", *results.axes, "repetition"], kind="stable")
-    shown = [d for d in (*RATE_METRICS, *PAPER_METRICS) if d.column in runs.columns]
+    shown = [
+        d for d in (*RATE_METRICS, *PAPER_METRICS, *FAIRNESS_METRICS) if d.column in runs.columns
+    ]
     rows = []
     for r in runs.to_dict("records"):
         rows.append(

@@ -187,11 +187,13 @@ def test_collector_columns_from_the_bundle(tmp_path: Path) -> None:
     assert part.metrics["columns"] == {
         "jain_index": 1.0, "main_share": 0.5,
         "cross_bps.wifi.1": 10e6, "cross_bps.wifi.2": 0.0,
+        "cross_share.wifi.1": 0.5,  # wifi.2 goes up: it shares no queue with the run
     }  # fmt: skip
     (series, _) = part.series
     assert list(series["value"]) == [10e6, 10e6]
     assert cross_columns([part.metrics["columns"]]) == [
-        "jain_index", "main_share", "cross_bps.wifi.1", "cross_bps.wifi.2"]  # fmt: skip
+        "jain_index", "main_share", "cross_bps.wifi.1", "cross_bps.wifi.2",
+        "cross_share.wifi.1"]  # fmt: skip
     assert cross_columns([{"throughput_bps": 1.0}]) == []
     (tmp_path / "cross-wifi-1.jsonl").unlink()
     assert cross_part(RunInfo(tmp_path, record), 10e6).problems[0].startswith(

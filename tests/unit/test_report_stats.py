@@ -118,6 +118,8 @@ def test_terminal_summary_prints_the_report_numbers_with_their_spread(
     out = capsys.readouterr().out.splitlines()
     table = tb.summary_table(results.load(root)).display
     first = table.iloc[0]
-    cells = [f"{c} {first[c]}".replace(NBSP, " ").replace("\u202f", " ") for c in tb.TERMINAL]
+    shown = [c for c in tb.TERMINAL if c in table.columns]  # no competing flow: no Jain's index
+    assert len(shown) == 4
+    cells = [f"{c} {first[c]}".replace(NBSP, " ").replace("\u202f", " ") for c in shown]
     assert out[1] == f"  dsack @ wifi.distance_m=10: {'; '.join(cells)}; n 3"
     assert len(out) == 1 + 4 + 1  # counts, 2 variants x 2 points, the tables directory
