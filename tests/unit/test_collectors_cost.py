@@ -37,7 +37,6 @@ def test_crafted_order_costs_n_log_n(tmp_path: Path, pattern: str) -> None:
     small, big = 25_000, 200_000
     t_small = _cpu(write_capture(tmp_path / "small.pcap", pattern, small))
     t_big = _cpu(write_capture(tmp_path / "big.pcap", pattern, big))
-    assert t_big < 2.0, f"{pattern}: {big} data packets took {t_big:.2f} s"
     assert t_big / max(t_small, 0.02) < 20, (pattern, t_small, t_big)
 
 

@@ -9,7 +9,6 @@ test flaky).
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -89,9 +88,9 @@ RUN_TIME = (
 )
 
 
-def validate(*files: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run `mprig validate FILES` as a new process; return it and its CPU seconds."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def validate(*files: str) -> subprocess.CompletedProcess[str]:
+    """Run `mprig validate FILES` as a new process (a hang fails at its 30 s timeout; cost
+    is not asserted here: no timing assertions in unit tests)."""
     proc = subprocess.run(
         [sys.executable, "-m", "mprig.cli", "validate", *files],
         capture_output=True,
@@ -99,9 +98,7 @@ def validate(*files: str) -> tuple[subprocess.CompletedProcess[str], float]:
         cwd=REPO,
         timeout=30,
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return proc, cpu
+    return proc
 
 
 def test_every_fixture_has_an_expectation() -> None:
@@ -112,17 +109,16 @@ def test_every_fixture_has_an_expectation() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_file_gives_one_error_line(name: str) -> None:
     path = str(CAMPAIGNS / name)
-    proc, cpu = validate(path)
+    proc = validate(path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2,
         "",
         f"mprig: error: {path}{EXPECTED[name].format(path=path)}\n",
     )
-    assert cpu < 1.0
 
 
 def test_shipped_campaigns_validate() -> None:
-    proc, _ = validate("experiments/smoke.yaml", "experiments/nightly.yaml")
+    proc = validate("experiments/smoke.yaml", "experiments/nightly.yaml")
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         0,
         "OK experiments/smoke.yaml: 6 runs\n"
@@ -135,7 +131,7 @@ def test_shipped_campaigns_validate() -> None:
 
 def test_one_bad_file_among_good_ones_exits_2() -> None:
     bad = str(CAMPAIGNS / "zero_rate.yaml")
-    proc, _ = validate("experiments/smoke.yaml", bad)
+    proc = validate("experiments/smoke.yaml", bad)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2,
         f"OK experiments/smoke.yaml: 6 runs\n  checked at run time: {RUN_TIME}\n",
