@@ -116,6 +116,7 @@ bench: setup
 # runs and collects its campaigns, writes reports/reproductions/$(PAPER)/, then the numbers
 # section of docs/papers.md. Commit both. (SEED= is the old spelling of PAPER=, still read.)
 SEED ?=
+PAPER ?= $(SEED)
 reproduce: setup
 	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=000 (000..004)"; exit 2; }
 	$(BIN)/mprig reproduce $(PAPER) --profile full --run
@@ -125,7 +126,6 @@ reproduce: setup
 # without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).
 # Writes reports/reproductions/<seed>/ for all five seeds and docs/papers.md's numbers.
 papers-core: setup
-PAPER ?= $(SEED)
 	for paper in 000 001 002 003 004; do $(BIN)/mprig reproduce $$paper --profile core --run || exit 1; done
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
