@@ -6,9 +6,9 @@ keep every earlier run id."""
 from __future__ import annotations
 
 import pytest
+from test_spec_timeline import problems  # (line, field, message) of each validate problem
 
 from mprig import plan
-from mprig.errors import SpecError
 from mprig.spec import parse_campaign
 
 PATHS = """\
@@ -27,19 +27,6 @@ VARIANTS = """\
 variants:
   - name: mptcp
 """
-
-
-def problems(text: str) -> list[tuple[int, str, str]]:
-    """(line, field, message) of every problem `validate` reports for `text`."""
-    with pytest.raises(SpecError) as exc:
-        parse_campaign(text, "x.yaml")
-    out = []
-    for line in str(exc.value).splitlines():
-        assert line.startswith("x.yaml:"), line
-        _, number, rest = line.split(":", 2)
-        field, _, message = rest.strip().partition(": ")
-        out.append((int(number), field, message))
-    return out
 
 
 def campaign(wifi: str = "ipv6", cell: str = "ipv4", rest: str = VARIANTS) -> str:
