@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
 from reports.paperplans import PAPERS, Comparison, PaperPlan
+from reports.reproduce_delay import delay_lines
 from reports.results import fmt_value
 from reports.tables import sig
 
@@ -247,6 +248,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
         )
         lines += [*(markdown_table(rows) or ["(no complete runs)"]), ""]
         lines += [*finding_lines(rows, comp), ""] if rows else []
+    lines += delay_lines(r, markdown_table)
     if o.checks:
         lines += ["### Against the paper (reports/references)", "", *check_lines(o.checks), ""]
     return lines
