@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from mprig.impair import STANDIN_ENV
+from mprig.run.impair import STANDIN_ENV
 
 OUT = Path(__file__).resolve().parent / "out"
 TARGET_NATIVE_S = 3.0
@@ -116,7 +116,7 @@ def main() -> int:
         vm_run = report("VM mode (from results)", wall, records, TARGET_VM_S)
         print(f"  VM mode target <= {TARGET_VM_S:.0f} s per run: ratio {vm_run / TARGET_VM_S:.2f}")
         return 0 if vm_run <= TARGET_VM_S else 1
-    from mprig import vmprobe
+    from mprig.rig import vmprobe
 
     OUT.mkdir(parents=True, exist_ok=True)
     spec = args.campaign.resolve()

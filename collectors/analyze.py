@@ -43,7 +43,7 @@ ARRIVAL_DTYPE = np.dtype(
 PACKET_DTYPE = np.dtype([("t_ns", "<i8"), ("len", "<u4"), ("sf", "<u2"), ("flags", "<u2")])
 NS = 1e9
 MAX_BINS = 100_000  # rows of timeseries() at most (see ConnectionAnalysis.series_bin_s)
-MAX_K = 1_000_000  # --k: packets per block (as the CLI's bound, mprig/argtypes.py)
+MAX_K = 1_000_000  # --k: packets per block (as the CLI's bound, mprig/cli/argtypes.py)
 MIN_BIN_S, MAX_BIN_S = 0.001, 3600.0  # --bin: a millisecond to an hour (as the CLI's)
 
 

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from collectors.runinfo import RunInfo
 from collectors.runparts import Part, read_text
-from mprig import apps
-from mprig.apps_spec import Cbr
+from mprig.campaign.apps_spec import Cbr
+from mprig.run import apps
 
 if TYPE_CHECKING:
     import pandas as pd

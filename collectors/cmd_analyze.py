@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from mprig.argtypes import bounded_float, bounded_int
+from mprig.cli.argtypes import bounded_float, bounded_int
 
 EPILOG = """\
 examples:

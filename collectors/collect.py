@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from collectors import apps_part, capture_part, latency_part, runparts
 from collectors.cross import cross_columns, cross_part
 from collectors.runinfo import RunInfo
-from mprig import bundle as bundles
 from mprig import fsio
 from mprig.errors import UsageError
+from mprig.run import bundle as bundles
 
 if TYPE_CHECKING:
     import pandas as pd

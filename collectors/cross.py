@@ -1,6 +1,6 @@
 """The competing flows' part of a run's metrics: each flow's throughput over the run's
 traffic window, Jain's fairness index across the run's connection and the flows, and the
-connection's share (mprig/fairness.py), from the flows' logs in the bundle and the window
+connection's share (mprig/run/fairness.py), from the flows' logs in the bundle and the window
 run.json records (`cross_traffic.window`)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from collectors.runinfo import RunInfo
 from collectors.runparts import Part
-from mprig import crossflow, fairness
-from mprig.crossspec import CrossFlow
+from mprig.campaign.crossspec import CrossFlow
+from mprig.run import crossflow, fairness
 
 if TYPE_CHECKING:
     import pandas as pd

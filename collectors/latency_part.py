@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.runinfo import RunInfo
 from collectors.runparts import Part, read_text
-from mprig import latency
+from mprig.run import latency
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from collectors import iperf3, nstat, ss
 from collectors.runinfo import RunInfo
 from collectors.textparse import ParseError
-from mprig import traffic
+from mprig.run import traffic
 
 if TYPE_CHECKING:
     import pandas as pd

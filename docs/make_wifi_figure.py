@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mprig import wifi
+from mprig.campaign import wifi
 
 OUT = Path(__file__).with_name("wifi-model.png")
 DISTANCES = [float(d) for d in range(5, 151, 5)]

@@ -3,7 +3,7 @@
  * nanosecond timestamps), then every packet as an enhanced packet block tagged with its
  * interface, in time order (ties: the capture listed first, then file order).
  *
- * mprig.capture.merge_pcaps calls it once per capturing host and run. Under VM emulation the
+ * mprig.run.capture.merge_pcaps calls it once per capturing host and run. Under VM emulation the
  * same join in Python took a good part of a second per run; here it is a sort of an index and
  * one buffered write. tests/unit/test_capture.py checks it byte for byte against a Python
  * statement of the format. */

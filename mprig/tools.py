@@ -1,8 +1,8 @@
 """Where the programs mprig runs are: the venv's bin first, then PATH and the sbin
 directories (ip, tc, sshd live in /usr/sbin, which a user's PATH often lacks).
 
-The lowest piece shared by the health check (mprig.doctor) and the parts that run tools
-(mprig.bpfcc), so neither imports the other.
+The lowest piece shared by the health check (mprig.cli.doctor) and the parts that run tools
+(mprig.stack.bpfcc), so neither imports the other.
 """
 
 from __future__ import annotations

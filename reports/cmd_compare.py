@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mprig.argtypes import bounded_float
+from mprig.cli.argtypes import bounded_float
 
 TOLERANCE = bounded_float(0.0, 10.0, "relative: 0.05 is 5%")
 EFFECT = bounded_float(0.0, 1.0, "relative: 0.15 is a 15% change")

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from mprig.argtypes import bounded_int
+from mprig.cli.argtypes import bounded_int
 from reports.cmd_compare import EFFECT, TOLERANCE
 
 EPILOG = """\

@@ -171,7 +171,7 @@ def run_events(
     started = (results.bundles.get(run_id, {}).get("timings") or {}).get("started")
     if log.is_file() and isinstance(started, int | float):
         events += rbpm_events(log.read_text(errors="replace"), float(started), str(log))
-    if isinstance(started, int | float):  # the timeline's applied changes (mprig/timeline.py)
+    if isinstance(started, int | float):  # the timeline's applied changes (mprig/run/timeline.py)
         events += [Event(t, k, "") for t, k in timeline_fig.run_events(log.parent, started)]
     return events
 

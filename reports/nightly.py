@@ -47,7 +47,7 @@ class Night:
 
 
 def campaign_name(campaign_file: Path) -> str:
-    from mprig.spec import load_campaign
+    from mprig.campaign.spec import load_campaign
 
     return str(load_campaign(str(campaign_file)).name)
 
@@ -96,7 +96,7 @@ def run_and_collect(
 def keep_baseline(results: Path, baseline: Path) -> None:
     """Copy what compare needs (campaign.json, runs.parquet, run.json files) to BASELINE,
     with baseline.json: their sha256, which stand in for the artifacts left behind."""
-    from mprig.bundle import sha256_file
+    from mprig.run.bundle import sha256_file
     from reports.results import BASELINE_MANIFEST
 
     baseline.mkdir(parents=True, exist_ok=True)

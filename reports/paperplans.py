@@ -29,17 +29,18 @@ class PaperPlan:
     campaigns: tuple[str, ...]
     comparisons: tuple[Comparison, ...]
     differences: tuple[str, ...]  # setup differences, one paragraph each
-    wifi: bool = False  # the paper's paths are Wi-Fi links driven by mprig/wifi.py
+    wifi: bool = False  # the paper's paths are Wi-Fi links driven by mprig/campaign/wifi.py
 
 
 _NS3_WIFI = (
     "Radios: the paper simulated 802.11 in NS-3; the virtual rig emulates each Wi-Fi link "
-    "with netem at the rate and loss mprig/wifi.py computes for the distance (table below): "
+    "with netem at the rate and loss mprig/campaign/wifi.py computes for the distance "
+    "(table below): "
     "MAC retries, contention and per-frame fading become a fixed rate and i.i.d. residual "
     "loss, so retry jitter and loss bursts are absent. On a lab rig the same model drives an "
     "RF attenuator (attenuation = PL(d) - PL(physical distance)) over real radios instead.",
     "Stack: the paper's NS-3 MPTCP model against the running Linux kernel's upstream MPTCP. "
-    "Reordering solutions are mprig/presets.py presets; each switches Linux's other "
+    "Reordering solutions are mprig/campaign/presets.py presets; each switches Linux's other "
     "mechanisms off, and the notes below say how each still differs from the NS-3 model.",
     "TCP-DOOR and PR-R change the sender's response to reordering: mprig builds them as BPF "
     "congestion controls (door, prr; docs/bpf.md) on per-subflow Reno. PR-R keeps cwnd on "

@@ -38,9 +38,9 @@ def rcvbuf_rule_bytes(paths: list[dict[str, Any]], direction: str = "download") 
 
 def capacity_bps(paths: list[dict[str, Any]], direction: str = "download") -> float:
     """The configured rate of PATHS (bits/s): netem's rate, after the Wi-Fi model maps a
-    distance to it (mprig/wifi.py), summed over the paths."""
-    from mprig import wifi
-    from mprig.spec import Path as PathSpec
+    distance to it (mprig/campaign/wifi.py), summed over the paths."""
+    from mprig.campaign import wifi
+    from mprig.campaign.spec import Path as PathSpec
 
     key = "down" if direction == "download" else "up"
     total = 0.0
@@ -61,7 +61,7 @@ def _delay_difference_ms(paths: list[dict[str, Any]]) -> float:
 def _derived(
     variant: dict[str, Any], paths: list[dict[str, Any]], direction: str
 ) -> dict[str, Any]:
-    from mprig import presets
+    from mprig.campaign import presets
 
     used = _variant_paths(variant, paths)
     if not used:

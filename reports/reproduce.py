@@ -143,7 +143,7 @@ def check_lines(checks: list[Check]) -> list[str]:
 
 def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
     """What the Wi-Fi model applies per distance for the papers' three PHY modes."""
-    from mprig import wifi
+    from mprig.campaign import wifi
 
     rows = []
     for standard, rate in (("11g", 54.0), ("11g", 6.0), ("11b", 2.0)):
@@ -164,7 +164,7 @@ def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100
 
 def cc_lines(available: tuple[str, ...] | None) -> list[str]:
     """Congestion-control availability of the papers' controllers on the rig's kernel."""
-    from mprig import presets
+    from mprig.campaign import presets
 
     if available is None:
         return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
@@ -178,7 +178,7 @@ def cc_lines(available: tuple[str, ...] | None) -> list[str]:
 
 def preset_lines() -> list[str]:
     """Each reordering preset: its exact sysctls and how it differs from NS-3."""
-    from mprig import presets
+    from mprig.campaign import presets
 
     out = []
     for p in presets.RECOVERY_PRESETS.values():
@@ -227,7 +227,8 @@ def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...]
     lines += ["### Congestion control on this rig", "", *cc_lines(cc), ""]
     if plan.wifi:
         lines += ["### Reordering presets", "", *preset_lines(), ""]
-        lines += ["### Wi-Fi model applied per distance (mprig/wifi.py)", "", *wifi_model_lines()]
+        lines += ["### Wi-Fi model applied per distance (mprig/campaign/wifi.py)", ""]
+        lines += wifi_model_lines()
     return "\n".join(lines) + "\n"
 
 
@@ -280,7 +281,7 @@ LOCAL_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 def _local_cc() -> tuple[str, ...] | None:
     """This machine's congestion controls, when no run recorded the rig's."""
-    from mprig import presets
+    from mprig.campaign import presets
 
     try:
         return presets.parse_available_cc(LOCAL_CC.read_text())

@@ -8,7 +8,7 @@ module only rebuilds the `Results` each campaign's checks read:
 
 - the runs: the campaign's rows of metrics.parquet (runs.parquet as `mprig collect` wrote
   it, with the statuses reports.results gave them);
-- the spec: the campaign file as it is now, expanded (mprig.plan) into each run's variant
+- the spec: the campaign file as it is now, expanded (mprig.campaign.plan) into each run's variant
   and paths, matched to the committed runs by the readable part of the run id (variant,
   sweep point, repetition). The id's hash is not compared: it covers every field of the
   spec's models as dumped, so a field added to them since the runs changes it although
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
-from mprig.knobs import AVAILABLE_CC
+from mprig.stack.knobs import AVAILABLE_CC
 from reports.paperplans import PAPERS
 from reports.reproduce import CampaignOutcome, campaign_file, write_judgement
 from reports.reproduce_html import Committed, campaign_runs, read
@@ -56,8 +56,8 @@ def congestion_controls(root: Path, env: dict[str, Any]) -> tuple[str, ...] | No
 def planned_runs(stem: str, profile: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The campaign file's spec as campaign.json records it, and per run id the run.json
     fields the checks read (variant, paths, point), by readable run id."""
-    from mprig.plan import expand, run_json
-    from mprig.spec import load_campaign
+    from mprig.campaign.plan import expand, run_json
+    from mprig.campaign.spec import load_campaign
 
     campaign = load_campaign(campaign_file(stem, profile))
     plan = {readable(run.run_id): run_json(run) for run in expand(campaign)}
@@ -71,7 +71,7 @@ def readable(run_id: str) -> str:
 
 def _algorithm(cc: str) -> str:
     """A variant's cc (a preset name or an algorithm) as the kernel names it."""
-    from mprig.presets import CC_PRESETS
+    from mprig.campaign.presets import CC_PRESETS
 
     preset = CC_PRESETS.get(cc)
     return preset.algorithm or cc if preset else cc

@@ -213,7 +213,7 @@ def _read_bundles(
     """Every run's run.json, and why the runs that runs.parquet calls complete cannot be
     trusted: run.json unreadable, or its artifacts' sha256 no longer what it records (a
     kept baseline, which has no artifacts, is checked against its baseline.json)."""
-    from mprig import bundle
+    from mprig.run import bundle
 
     manifest = _baseline_manifest(root)
     records: dict[str, dict[str, Any]] = {}
@@ -259,7 +259,7 @@ def _baseline_manifest(root: Path) -> dict[str, str] | None:
 
 
 def _manifest_problem(root: Path, sums: dict[str, str], name: str) -> str | None:
-    from mprig import bundle
+    from mprig.run import bundle
 
     path = root / name
     if name not in sums or not path.is_file():

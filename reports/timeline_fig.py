@@ -1,5 +1,5 @@
 """A run's timeline on its time-series figures: the changes its agents applied
-(timeline-<host>.jsonl, mprig/timeline.py) as events, and each traced path's capacity
+(timeline-<host>.jsonl, mprig/run/timeline.py) as events, and each traced path's capacity
 (run.json `timeline.capacity`) as a step line over the measured throughput.
 
 Times are seconds since the run's start (run.json `timings.started`), as every panel's:

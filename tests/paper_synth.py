@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mprig import wifi
-from mprig.bundle import sha256_file
-from mprig.plan import Run, expand
-from mprig.spec import load_campaign
+from mprig.campaign import wifi
+from mprig.campaign.plan import Run, expand
+from mprig.campaign.spec import load_campaign
+from mprig.run.bundle import sha256_file
 
 PAPERS = Path(__file__).resolve().parents[1] / "experiments" / "papers"
 ALL_CC = "reno cubic lia olia prr door cwa prr_lia door_lia"

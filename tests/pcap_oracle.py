@@ -86,7 +86,7 @@ PCAPNG_SHB = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
 
 
 def merge(parts: Sequence[tuple[str, Path]], out: Path) -> int:
-    """What mprig.capture.merge_pcaps writes: the section header, an interface block per
+    """What mprig.run.capture.merge_pcaps writes: the section header, an interface block per
     part, every complete record as an enhanced packet block, stably sorted by time."""
     idbs, packets = [], []
     for k, (name, path) in enumerate(parts):

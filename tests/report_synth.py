@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mprig.bundle import sha256_file
-from mprig.spec import Campaign
+from mprig.campaign.spec import Campaign
+from mprig.run.bundle import sha256_file
 
 AXIS = "paths.wifi.distance_m"
 

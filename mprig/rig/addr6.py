@@ -6,7 +6,7 @@ laid out as the IPv4 plan in mprig/rig/layout.py so path i keeps its number in b
     server service address         fd00::1/128 on the server's loopback (beside 10.0.0.1)
 
 Also which service address a run's traffic targets and where the server listens, since the
-initial subflow's family decides both (mprig/ipfamily.py).
+initial subflow's family decides both (mprig/campaign/ipfamily.py).
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ class Rig:
     # host -> its data interfaces, where captures run (a lab inventory's
     # mprig_data_interfaces; empty on a virtual rig, whose layout says them)
     data_ifs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Wi-Fi path name -> mprig.attenuator.RadioPath: the lab paths whose distance an
+    # Wi-Fi path name -> mprig.rig.attenuator.RadioPath: the lab paths whose distance an
     # attenuator sets (they get no netem)
     attenuators: dict[str, Any] = field(default_factory=dict)
 

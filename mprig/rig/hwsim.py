@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mprig import datafiles
+from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import HostError, ToolMissing
 from mprig.rig import layout as L
 from mprig.rig import netns, provision, virtual
 from mprig.rig.host import PathLink, Rig
 from mprig.rig.netns import Topology
-from mprig.spec import Path as SpecPath
 
 LINK_TYPE = "hwsim"  # key in netns.CLIENT_LINKS
 # The virtual rig's Wi-Fi passphrase is vault-encrypted like a lab's; its password file is an
@@ -34,7 +34,7 @@ VAULT_PASSWORD_FILE = datafiles.INVENTORY / "virtual" / "vault-password"
 
 def available() -> bool:
     """Whether this kernel can provide simulated radios."""
-    from mprig import vmprobe
+    from mprig.rig import vmprobe
 
     return vmprobe.hwsim_available()
 

@@ -202,9 +202,9 @@ def host_python(data: dict[str, Any]) -> str:
 def attenuators(
     path: Path, value: Any, links: Sequence[PathLink], hosts: dict[str, Any]
 ) -> dict[str, Any]:
-    """`mprig_attenuators`: Wi-Fi path name -> its attenuator (mprig.attenuator.RadioPath);
+    """`mprig_attenuators`: Wi-Fi path name -> its attenuator (mprig.rig.attenuator.RadioPath);
     UsageError naming the inventory and the path."""
-    from mprig.attenuator import radio_path
+    from mprig.rig.attenuator import radio_path
 
     where = f"{escape(str(path))}: mprig_attenuators"
     if not isinstance(value, dict):

@@ -16,10 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mprig.campaign.spec import Path
 from mprig.errors import UsageError
 from mprig.rig import addr6
 from mprig.rig.host import PathLink
-from mprig.spec import Path
 
 MAX_PATHS = 8
 SERVER_ADDR = "10.0.0.1"  # what iperf3 and bulk transfers connect to

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
-from mprig import wifi
+from mprig.campaign import wifi
+from mprig.campaign.spec import Path
 from mprig.errors import HostError, ToolMissing
 from mprig.rig import layout as L
 from mprig.rig import netns
 from mprig.rig.host import PathLink
-from mprig.spec import Path
 
 LINK_TYPE = "ns3"  # key in netns.CLIENT_LINKS
 REPO = FsPath(__file__).resolve().parents[2]

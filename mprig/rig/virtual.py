@@ -22,15 +22,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mprig import vm, vmprobe
+from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import MprigError, RigBusy
-from mprig.rig import inventory, netns, netns6, ns3link, provision, sshd
+from mprig.rig import inventory, netns, netns6, ns3link, provision, sshd, vm, vmprobe
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink, Rig
 from mprig.rig.layout import check_rig_name, layout
 from mprig.rig.netns import Topology
 from mprig.rig.ssh import SshHost
-from mprig.spec import Path as SpecPath
 
 __all__ = ["down", "layout", "leftovers", "load", "state_dir", "status", "up"]
 

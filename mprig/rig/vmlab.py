@@ -114,7 +114,7 @@ def up(
     name: str, campaign: Path, inventory: Path, release: str, sysctls: tuple[str, ...]
 ) -> dict[str, Any]:
     """Build the lab (hwsim Wi-Fi), write its inventory, provision it; what a test checks."""
-    from mprig.spec import load_campaign
+    from mprig.campaign.spec import load_campaign
 
     paths = load_campaign(campaign).paths
     rig = virtual.up(name, paths, link_types=hwsim.link_types(paths), provision_hosts=False)

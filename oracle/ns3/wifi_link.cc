@@ -1,4 +1,4 @@
-// mprig's ns-3 oracle for the Wi-Fi channel model (mprig/wifi.py; issue 16 part 1).
+// mprig's ns-3 oracle for the Wi-Fi channel model (mprig/campaign/wifi.py; issue 16 part 1).
 //
 // One AP, one station, a server behind the AP (100 Mbit/s, 10 ms point-to-point, as in the
 // seeds' backbone), one bulk TCP download from the server to the station. The channel is

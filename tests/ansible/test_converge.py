@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
 from mprig.rig import hwsim, provision, virtual
 from mprig.rig import layout as L
 from mprig.rig.host import Rig
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -80,7 +80,7 @@ def test_state_the_roles_keep(converged: tuple[Rig, str, str]) -> None:
 def test_site_yml_registers_the_bpf_programs_a_campaign_names_on_the_senders(
     converged: tuple[Rig, str, str],
 ) -> None:
-    from mprig import bpfcc
+    from mprig.stack import bpfcc
 
     rig = converged[0]
     state = virtual.state_dir(rig.name)

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from mprig.cli import main
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
+from mprig.cli.main import main
 from mprig.rig import virtual
 from mprig.rig.host import Rig
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 # Four site.yml runs on a native virtual rig, about 5 min on 2 cores: `make test-long`, so
 # `make test` stays under 45 minutes (test_links.py keeps the data-plane tasks in it).

@@ -284,7 +284,7 @@ def ipv6_subflow() -> Scenario:
 
 
 def ipv6_initial_ipv4_join() -> Scenario:
-    """What a mixed-family campaign makes (mprig/ipfamily.py): an IPv6 initial subflow (the
+    """What a mixed-family campaign makes (mprig/campaign/ipfamily.py): an IPv6 initial subflow (the
     only kind of connection that can hold both families) joined by an IPv4 subflow to the
     server's announced IPv4 address; the IPv4 subflow's P2 overtakes the IPv6 one's P1, and
     the IPv6 subflow then carries P3."""

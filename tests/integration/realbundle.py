@@ -280,10 +280,10 @@ def rmem_max(limit: int) -> Iterator[None]:
 
 
 def traffic_bulk(r: Rig, bundle: Path, nbytes: int, *, hold: bool = False) -> None:
-    """The runner's bulk transfer (mprig.traffic): the client reads every byte before it
+    """The runner's bulk transfer (mprig.run.traffic): the client reads every byte before it
     closes, so no data arrives after the receiver's close. `hold`: the cross-check's
     receiver (HOLD_RECEIVER) instead of the runner's."""
-    from mprig.traffic import BULK_PORT, bulk_argv
+    from mprig.run.traffic import BULK_PORT, bulk_argv
 
     tmp = Path(f"/tmp/{r.prefix}-bulk")
     tmp.mkdir(exist_ok=True)

@@ -1,4 +1,4 @@
-"""The application workloads over real MPTCP (prefix h18): the agents of mprig/apps.py in
+"""The application workloads over real MPTCP (prefix h18): the agents of mprig/run/apps.py in
 two namespaces joined by one tbf-shaped path (the host has no sch_netem). Requests: every
 request is logged with a positive completion time, and large responses take longer than
 small ones over the shaped path. CBR: deadline misses are about 0 below the path's rate and
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import apps
+from mprig.run import apps
 
 TAG = f"h18{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"

@@ -35,8 +35,8 @@ import pytest
 from vmcampaign import campaign_in_vm
 
 from collectors.collect import Options, collect_campaign
-from mprig import latency
 from mprig.rig import layout
+from mprig.run import latency
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import traffic
+from mprig.run import traffic
 
 TAG = f"h12{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"

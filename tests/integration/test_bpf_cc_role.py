@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bpfcc
+from mprig.stack import bpfcc
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

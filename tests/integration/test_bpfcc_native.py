@@ -20,7 +20,7 @@ import pytest
 from nslink import mptcp_hosts, ns, sh, veth_pair
 
 from collectors.ss import data_subflows, parse_ss
-from mprig import bpfcc, knobs
+from mprig.stack import bpfcc, knobs
 
 TAG = f"h9{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
@@ -293,7 +293,7 @@ def test_cwa_narrows_the_subflows_rtt_ratio(uneven: None, programs: list[str]) -
 
 
 def test_doctor_reports_every_program_loadable() -> None:
-    from mprig import doctor
+    from mprig.cli import doctor
 
     checks = doctor.bpf_cc_checks()
     assert [c.name for c in checks] == [f"cc {n} (BPF)" for n in bpfcc.available()]

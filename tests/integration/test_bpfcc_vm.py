@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from vmcampaign import campaign_in_vm
 
-from mprig import vmprobe
+from mprig.rig import vmprobe
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

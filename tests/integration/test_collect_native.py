@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from realbundle import make_bundle
 
-from mprig.cli import main
+from mprig.cli.main import main
 
 
 def test_collect_fresh_bundle(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)"),
@@ -157,7 +157,7 @@ def test_coupled_mptcp_leaves_a_shared_bottleneck_fair(tmp_path: Path) -> None:
 def test_a_bottleneck_left_by_a_killed_run_is_cleared_first() -> None:
     """The set-up starts with bottleneck.CLEAN: IFBs and clsact a run killed with -9 left on
     a reused rig would make `ip link add` fail."""
-    from mprig import bottleneck
+    from mprig.run import bottleneck
 
     ns = f"{RIG}-clean"
 

@@ -36,7 +36,7 @@ from collectors.analyze import analyze_pcap
 from collectors.collect import Options, collect_campaign
 from collectors.kernelofo import ofo_skbs
 from collectors.nstat import run_deltas
-from mprig.vmsession import VmSession
+from mprig.rig.vmsession import VmSession
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from nslink import scratch_ns, sh
 
-from mprig import isolation, knobs
+from mprig.stack import isolation, knobs
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from collectors.analyze import analyze_pcap
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import vm
+from mprig.rig import vm
 
 pytestmark = [pytest.mark.long, pytest.mark.vm, pytest.mark.integration]
 

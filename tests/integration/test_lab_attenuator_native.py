@@ -4,7 +4,7 @@ stand-in attenuator on the Wi-Fi path). The run's record shows the channel model
 and read back, and no netem on the attenuated path (tc only on the cellular router). The
 host has no sch_netem, so tbf stands in on the cellular path (MPRIG_BENCH_TBF_FOR_NETEM=1).
 The campaign walks the Wi-Fi path from 20 to 40 m: the runner steps the attenuator through
-the channel model's dB (mprig/labwalk.py), with no timed agent or tc on its router."""
+the channel model's dB (mprig/run/labwalk.py), with no timed agent or tc on its router."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle, labwalk
-from mprig.attenuator import attenuation_for_distance
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.rig.attenuator import attenuation_for_distance
+from mprig.run import bundle, labwalk
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 

@@ -37,11 +37,10 @@ import pytest
 import yaml
 
 from collectors.analyze import analyze_pcap
-from mprig import vmprobe
-from mprig.attenuator import attenuation_for_distance
-from mprig.rig import virtual
+from mprig.rig import virtual, vmprobe
+from mprig.rig.attenuator import attenuation_for_distance
 from mprig.rig.vmlab import MAX_DBM, REQUIRED_SYSCTLS
-from mprig.vmsession import VmSession
+from mprig.rig.vmsession import VmSession
 
 pytestmark = [pytest.mark.long, pytest.mark.vm, pytest.mark.integration]
 
@@ -86,7 +85,17 @@ def guest_steps(session: VmSession, share: Path, release: str, sysctls: tuple[st
     log = f"{virtual.STATE_ROOT}/{RIG}/ansible/last-run.log"  # in the guest's own /run
     out["ansible_log"] = session.run(["cat", log], timeout=60)
     if out["up"].returncode == 0:
-        run = ["ip", "netns", "exec", f"mprig-{RIG}-ctl", PY, "-m", "mprig.cli", "run", str(spec)]
+        run = [
+            "ip",
+            "netns",
+            "exec",
+            f"mprig-{RIG}-ctl",
+            PY,
+            "-m",
+            "mprig.cli",
+            "run",
+            str(spec),
+        ]
         run += ["--inventory", str(inventory), "--results", str(share / "results"), "--quiet"]
         out["run"] = session.run(run, timeout=1500)
         iw = ["ip", "netns", "exec", f"mprig-{RIG}-ap", "tc", "qdisc", "show", "dev", "lan0"]

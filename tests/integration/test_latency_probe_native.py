@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from nslink import sh, veth_pair
 
-from mprig import latency
+from mprig.run import latency
 
 TAG = f"h1p{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"

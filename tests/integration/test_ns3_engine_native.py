@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle
 from mprig.rig import ns3link, virtual
+from mprig.run import bundle
 
 # 11g at its 6 Mbit/s mode: the lightest load for the simulator, so the test does not
 # depend on the machine keeping up with 54 Mbit/s.

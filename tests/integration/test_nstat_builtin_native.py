@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from nslink import scratch_ns
 
-from mprig import capture
+from mprig.run import capture
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mprig import vmsession
+from mprig.rig import vmsession
 from reports import paperplans, reproduce
 from reports.results import Results, load
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from mprig.cmd_run import preflight
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
+from mprig.cli.cmd_run import preflight
 from mprig.errors import HostError
 from mprig.rig import layout as L
 from mprig.rig import virtual
 from mprig.rig.host import Rig
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

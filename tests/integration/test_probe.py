@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from mprig.cli import main
-from mprig.probe import PathProbe, probe
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
+from mprig.cli.main import main
 from mprig.rig import virtual
 from mprig.rig.host import Rig
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
+from mprig.rig.probe import PathProbe, probe
 
 NAME = "h7probe"
 D = Direction(rate_mbit=10)

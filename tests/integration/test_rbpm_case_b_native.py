@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import capture, rbpm_policy, rbpm_run, rbpm_ss
+from mprig.run import capture, rbpm_run
+from mprig.stack import rbpm_policy, rbpm_ss
 
 TAG = f"h18{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"

@@ -1,6 +1,6 @@
 """RBPM on the running kernel (prefix h11): marking a client endpoint backup (MP_PRIO) moves
 the server's data off that subflow, the initial subflow's included; and the controller,
-run on the client exactly as the runner sends it (`python3 -c <mprig/rbpm.py>`), stops the
+run on the client exactly as the runner sends it (`python3 -c <mprig/stack/rbpm.py>`), stops the
 slow path of a buffer-blocked download, logs why, raises the goodput, and clears its flags.
 
 Client and server namespaces joined by three veth pairs (10.111.{1,2,3}.0/24); the
@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import rbpm_policy, rbpm_run, rbpm_ss
+from mprig.run import rbpm_run
+from mprig.stack import rbpm_policy, rbpm_ss
 
 TAG = f"h11{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from vmcampaign import campaign_in_vm
 
-from mprig import rbpm_policy, rbpm_ss
+from mprig.stack import rbpm_policy, rbpm_ss
 
 # In `make test-long`: since RBPM reads the sender's RTTs (queueing included) it may stop a
 # second subflow or re-enable p4 for a while, and on 2026-11-25 the final CI run failed the

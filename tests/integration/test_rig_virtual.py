@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import HostError, RigBusy
 from mprig.rig import layout as L
 from mprig.rig import provision, virtual
 from mprig.rig.host import Rig
 from mprig.rig.ssh import SshHost
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 NAME = "h2two"
 D = Direction(rate_mbit=10)
@@ -255,8 +255,8 @@ def test_status_lists_hosts_endpoints_and_sshd(rig: Rig) -> None:
 
 
 def test_lab_cc_check_reads_the_senders_kernels_over_ssh(rig: Rig) -> None:
-    from mprig.rig import lab_cc
-    from mprig.spec import Variant
+    from mprig.campaign.spec import Variant
+    from mprig.stack import lab_cc
 
     lab_cc.check(rig, [Variant(name="a", cc="reno"), Variant(name="b")], Path("inventory/lab"))
     with pytest.raises(HostError) as exc:
@@ -270,8 +270,8 @@ def test_lab_cc_check_reads_the_senders_kernels_over_ssh(rig: Rig) -> None:
 
 
 def test_doctor_lab_checks_report_each_bpf_program_per_sender(rig: Rig) -> None:
-    from mprig import bpfcc, presets
-    from mprig.rig import lab_cc
+    from mprig.campaign import presets
+    from mprig.stack import bpfcc, lab_cc
 
     here = presets.parse_available_cc(Path(lab_cc.AVAILABLE).read_text())  # one kernel
     rows = lab_cc.host_checks(rig)

@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mprig import bundle
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.run import bundle
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from mprig import traffic
+from mprig.run import traffic
 
 
 def transfer(tmp_path: Path, nbytes: int, *, mptcp: bool) -> tuple[dict[str, object], ...]:

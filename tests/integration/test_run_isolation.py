@@ -2,7 +2,7 @@
 set different knobs, run in the orders AB and BA, records the same effective settings per
 variant; the rig is back at its baseline afterwards.
 
-The kernel here has no sch_netem, so tbf stands in for it (mprig.impair.STANDIN_ENV).
+The kernel here has no sch_netem, so tbf stands in for it (mprig.run.impair.STANDIN_ENV).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mprig import bundle, plan, spec
-from mprig.impair import STANDIN_ENV
+from mprig.campaign import plan, spec
 from mprig.rig import virtual
+from mprig.run import bundle
+from mprig.run.impair import STANDIN_ENV
 
 CAMPAIGN = """\
 name: iso

@@ -4,7 +4,7 @@ complete unless its sha256 match; a bundle once complete is never redone (its ru
 unchanged to the byte); at the end every planned run is complete (none lost), and every run
 of a variant recorded the same settings (the rig's baseline survived the kills).
 
-The kernel here has no sch_netem, so tbf stands in for it (mprig.impair.STANDIN_ENV). The
+The kernel here has no sch_netem, so tbf stands in for it (mprig.run.impair.STANDIN_ENV). The
 figures of the last run of this test are in docs/running.md.
 """
 
@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from mprig import bundle, spec
-from mprig.impair import STANDIN_ENV
+from mprig.campaign import spec
 from mprig.rig import virtual
+from mprig.run import bundle
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mprig import bundle
 from mprig.rig import virtual
+from mprig.run import bundle
 
 # net.mptcp.proactive_sched is on mprig's sysctl allow-list (kernel-configs/patches) but
 # absent from stock kernels: validate accepts it, the host's sysctl refuses it.

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle, vmsession
+from mprig.rig import vmsession
+from mprig.run import bundle
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

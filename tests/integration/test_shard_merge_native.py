@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from collectors.analyze import analyze_pcap
-from mprig import bundle, capture
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.run import bundle, capture
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from nslink import sh, veth_pair
 
-from mprig import capture, traffic
+from mprig.run import capture, traffic
 
 SND, RCV = "mprig-ss-snd", "mprig-ss-rcv"
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from nslink import scratch_ns
 
-from mprig import knobs
+from mprig.stack import knobs
 
 pytestmark = pytest.mark.integration
 

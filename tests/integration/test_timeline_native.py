@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mprig.impair import STANDIN_ENV
 from mprig.rig import virtual
+from mprig.run.impair import STANDIN_ENV
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 

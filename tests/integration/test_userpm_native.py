@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from nslink import mptcp_hosts, ns, policy_route, veth_pair
 
-from mprig import userpm
+from mprig.stack import userpm
 
 TAG = f"h4u{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
@@ -149,7 +149,14 @@ def test_campaign_with_userspace_pm_uses_both_paths(tmp_path: Path) -> None:
            "--results", str(tmp_path), "--quiet"]  # fmt: skip
     p = subprocess.run(run, capture_output=True, text=True, timeout=400, env=env, check=False)
     assert p.returncode == 0, p.stderr
-    collect = [sys.executable, "-m", "mprig.cli", "collect", str(tmp_path / "h4upm"), "--quiet"]
+    collect = [
+        sys.executable,
+        "-m",
+        "mprig.cli",
+        "collect",
+        str(tmp_path / "h4upm"),
+        "--quiet",
+    ]
     subprocess.run(collect, capture_output=True, text=True, timeout=300, check=True)
     (bundle,) = (tmp_path / "h4upm").glob("upm-*")
     log = userpm.parse_log((bundle / "mptcpd.log").read_text())

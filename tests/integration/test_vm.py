@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import vmprobe, vmsession
+from mprig.rig import vmprobe, vmsession
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
@@ -31,7 +31,7 @@ def run(session: tuple[vmsession.VmSession, Path], *argv: str) -> vmsession.VmRe
 
 
 def test_guest_boots_the_stock_kernel_with_netem(session: tuple[vmsession.VmSession, Path]) -> None:
-    code = "from mprig import vmprobe; import os; "
+    code = "from mprig.rig import vmprobe; import os; "
     code += "print(vmprobe.netem_available(), vmprobe.in_vm(), os.uname().release)"
     r = run(session, sys.executable, "-c", code)
     assert (r.returncode, r.stdout.split()) == (
@@ -79,7 +79,7 @@ def test_netem_qdisc_works_inside(session: tuple[vmsession.VmSession, Path]) -> 
 
 RIG_IN_VM = """
 from mprig.rig import virtual
-from mprig.spec import Direction, Path
+from mprig.campaign.spec import Direction, Path
 d = Direction(rate_mbit=10)
 paths = [
     Path(name="wifi", kind="wifi", down=d, up=d),

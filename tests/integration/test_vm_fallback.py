@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import kvm, vm
+from mprig.rig import kvm, vm
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mprig import vmsession
+from mprig.rig import vmsession
 
 
 @contextmanager

@@ -8,11 +8,12 @@ import statistics
 
 import pytest
 
-from mprig import apps, commands, plan, traffic
-from mprig.apps_agent import response_sizes
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import SpecError
 from mprig.rig.layout import layout
-from mprig.spec import parse_campaign
+from mprig.run import apps, commands, traffic
+from mprig.run.apps_agent import response_sizes
 
 HEAD = """\
 name: app
@@ -239,7 +240,7 @@ def test_plan_commands_show_the_agent_by_name() -> None:
     run = only_run(CBR)
     shown = commands.for_run(run, layout(run.paths), server_addr="10.0.0.1", rig="r")
     agents = [argv for _, argv in shown if argv[:2] == ["python3", "-c"]]
-    assert [a[2] for a in agents] == ["mprig/apps_agent.py"] * 2
+    assert [a[2] for a in agents] == ["mprig/run/apps_agent.py"] * 2
 
 
 def test_other_tools_keep_their_run_ids() -> None:

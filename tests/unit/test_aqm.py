@@ -1,14 +1,15 @@
-"""The queue discipline tree of a path direction (mprig/aqm.py), netem's jitter distribution
+"""The queue discipline tree of a path direction (mprig/run/aqm.py), netem's jitter distribution
 and Gilbert-Elliott loss arguments, and the read-back of the tree a run set up."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mprig import aqm, impair, isolation
+from mprig.campaign.spec import Direction, Variant
+from mprig.campaign.spec import Path as SpecPath
 from mprig.rig.host import PathLink
-from mprig.spec import Direction, Variant
-from mprig.spec import Path as SpecPath
+from mprig.run import aqm, impair
+from mprig.stack import isolation
 
 LINK = PathLink("lan", "wired", "eth1", "10.1.3.2", "r3", "lan0", "wan0")
 Q = ["tc", "qdisc", "replace", "dev", "lan0"]

@@ -1,4 +1,4 @@
-"""mprig.attenuator against a local HTTP test double of a Mini-Circuits RCDAT.
+"""mprig.rig.attenuator against a local HTTP test double of a Mini-Circuits RCDAT.
 
 No RF attenuator is attached to this machine, so `FakeRcdatServer` below stands in for one:
 it listens on 127.0.0.1 and answers the documented command set (MN?, SN?, SETATT=, ATT?,
@@ -15,7 +15,9 @@ from typing import Any, cast
 
 import pytest
 
-from mprig.attenuator import (
+from mprig.campaign.wifi import Radio
+from mprig.errors import HostError, UsageError
+from mprig.rig.attenuator import (
     RcdatHttp,
     RcdatModel,
     TxPower,
@@ -23,9 +25,7 @@ from mprig.attenuator import (
     parse_iw_txpower,
     parse_model,
 )
-from mprig.errors import HostError, UsageError
 from mprig.rig.host import Host, Result
-from mprig.wifi import Radio
 
 
 @dataclass

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from mprig import commands, plan, traffic
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import SpecError
 from mprig.rig.layout import layout
-from mprig.spec import parse_campaign
+from mprig.run import commands, traffic
 
 
 def line(seq: int, sent_ms: float, recv_ms: float) -> str:

@@ -1,4 +1,4 @@
-"""mprig.bpfcc's pure parts: which names are BPF programs, the clang command, staleness,
+"""mprig.stack.bpfcc's pure parts: which names are BPF programs, the clang command, staleness,
 the cache directory and what is missing to build (no root, no kernel)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bpfcc
+from mprig.stack import bpfcc
 
 
 def test_shipped_programs_have_sources() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle
+from mprig.run import bundle
 
 SHA_HELLO = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mprig import capture, commands
-from mprig.plan import expand
+from mprig.campaign.plan import expand
+from mprig.campaign.spec import load_campaign
 from mprig.rig.layout import layout
-from mprig.spec import load_campaign
+from mprig.run import capture, commands
 
 CAPTURES = Path(__file__).parent.parent / "captures" / "test_capture"
 FIXTURES = Path(__file__).parent.parent / "captures" / "test_collectors_fixtures"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mprig import __version__
-from mprig.cli import main
+from mprig.cli.main import main
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

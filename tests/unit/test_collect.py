@@ -24,9 +24,9 @@ from collectors.collect import (
 )
 from collectors.directions import direction
 from collectors.kernelofo import ofo_skbs
-from mprig import bundle as bundles
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import UsageError
+from mprig.run import bundle as bundles
 
 FIXTURE = Path(__file__).parents[1] / "captures" / "test_collect" / "mptcp_download"
 RATES = {"wifi": 2e6, "cell": 1e6}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from collectors.collect import Options, collect_campaign
-from mprig import bundle as bundles
+from mprig.run import bundle as bundles
 
 CAPTURES = Path(__file__).parents[1] / "captures" / "test_collect"
 # nearest-rank quantiles of the 40 delays in blocks.jsonl (ns), worked by hand from the file

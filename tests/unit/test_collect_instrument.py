@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.collect import Options, collect_campaign, runs_frame
-from mprig import bundle as bundles
+from mprig.run import bundle as bundles
 
 CAPTURES = Path(__file__).parents[1] / "captures" / "test_collect"
 FIXTURE = CAPTURES / "mptcp_download"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from collectors.analyze import analyze_pcap
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import UsageError
 
 FIX = Path(__file__).resolve().parents[1] / "captures" / "test_collectors_fixtures"

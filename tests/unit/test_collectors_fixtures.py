@@ -263,7 +263,7 @@ def test_port_reuse_starts_a_new_connection() -> None:
 
 
 def test_cli_text_output(capsys: pytest.CaptureFixture[str]) -> None:
-    from mprig.cli import main
+    from mprig.cli.main import main
 
     path = HERE / "reorder_two_subflows.pcap"
     assert main(["analyze", str(path), "--k", "3"]) == 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from mprig import commands, knobs
-from mprig.plan import Run
+from mprig.campaign.plan import Run
+from mprig.campaign.spec import Capture, Direction, Path, Traffic, Variant
 from mprig.rig.host import PathLink
-from mprig.spec import Capture, Direction, Path, Traffic, Variant
+from mprig.run import commands
+from mprig.stack import knobs
 
 LINKS = (
     PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s"),
@@ -176,7 +177,8 @@ def test_bulk_download_server_sends() -> None:
 
 
 def test_wifi_distance_goes_through_the_channel_model() -> None:
-    from mprig import impair, wifi
+    from mprig.campaign import wifi
+    from mprig.run import impair
 
     far = Path(
         name="wifi",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import report_synth as rs
 
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import UsageError
 from reports import compare, compare_render, results
 

@@ -11,10 +11,11 @@ import pytest
 
 from collectors.cross import cross_columns, cross_part
 from collectors.runinfo import RunInfo
-from mprig import bottleneck, commands, crossflow, fairness, plan
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import HostError
 from mprig.rig.layout import layout
-from mprig.spec import parse_campaign
+from mprig.run import bottleneck, commands, crossflow, fairness
 
 CAMPAIGN = """\
 name: x

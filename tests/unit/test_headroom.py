@@ -1,4 +1,4 @@
-"""CPU headroom during a run's traffic, and the rig-limited verdict (mprig.headroom)."""
+"""CPU headroom during a run's traffic, and the rig-limited verdict (mprig.run.headroom)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from mprig import headroom
-from mprig.headroom import CpuTimes, Reading
+from mprig.run import headroom
+from mprig.run.headroom import CpuTimes, Reading
 
 # /proc/stat of a 2-CPU machine, verbatim (user nice system idle iowait irq softirq steal ...)
 STAT = """cpu  4705 150 1120 16250 520 0 97 30 0 0

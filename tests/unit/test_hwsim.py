@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
 from mprig.rig.hwsim import link_types, parse_phys, phy_interface
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 # `iw dev` in a namespace that holds two radios (iw 5.19 layout: tab-indented blocks).
 IW_DEV = """\
@@ -55,7 +55,7 @@ def test_only_the_first_wifi_path_gets_a_radio() -> None:
 def test_a_campaign_that_wants_hwsim_gets_vm_mode_where_the_kernel_lacks_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mprig import vmprobe
+    from mprig.rig import vmprobe
 
     monkeypatch.delenv(vmprobe.IN_VM_ENV, raising=False)
     monkeypatch.setattr(vmprobe, "find_kernel", lambda: Path("/boot/vmlinuz-6.1.0-56-amd64"))
@@ -72,8 +72,8 @@ def test_a_campaign_that_wants_hwsim_gets_vm_mode_where_the_kernel_lacks_it(
 
 
 def test_rig_wifi_is_veth_or_hwsim(tmp_path: Path) -> None:
+    from mprig.campaign.spec import load_campaign
     from mprig.errors import SpecError
-    from mprig.spec import load_campaign
 
     base = "name: w\npaths: [{name: wifi, kind: wifi, rate_mbit: 10}]\n"
     base += "variants: [{name: m, protocol: mptcp}]\n"
@@ -86,7 +86,7 @@ def test_rig_wifi_is_veth_or_hwsim(tmp_path: Path) -> None:
 
 
 def test_run_records_each_wireless_interface_link() -> None:
-    from mprig.run_rigstate import parse_wifi
+    from mprig.run.run_rigstate import parse_wifi
 
     out = (
         "@@wifi wlan0\nConnected to 02:00:00:00:00:00 (on wlan0)\n\tSSID: mprig-virtual\n"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shlex
 
-from mprig import impair
-from mprig.batch import Cmd
+from mprig.campaign.spec import Direction, Path
+from mprig.rig.batch import Cmd
 from mprig.rig.host import PathLink
-from mprig.spec import Direction, Path
+from mprig.run import impair
 
 LINK = PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s")
 PATH = Path(name="wifi", kind="wifi", down=Direction(rate_mbit=20, delay_ms=10),

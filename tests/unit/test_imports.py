@@ -6,7 +6,7 @@ stages still depend on each other, and STYLE.md 1a asks to move the shared piece
 instead. Importing `a.b.c` runs `a` and `a.b` first, so the packages on the way count too,
 except a module's own packages (already running when it loads; they may re-export it).
 A module that calls importlib.import_module also imports every project module it names in
-a string (mprig/cli.py's COMMAND_MODULES); elsewhere such a string is a subprocess's
+a string (mprig/cli/main.py's COMMAND_MODULES); elsewhere such a string is a subprocess's
 `-m mprig.cli`, not an import.
 """
 
@@ -127,10 +127,10 @@ def test_the_project_has_no_import_circle() -> None:
 def test_the_walk_sees_every_package_and_its_known_imports() -> None:
     graph = import_graph(ROOT, PACKAGES)
     assert {m.split(".")[0] for m in graph} == set(PACKAGES)
-    assert "mprig.errors" in graph["mprig.knobs"]  # module level
-    assert "mprig.rig.inventory" in graph["mprig.doctor"]  # inside a function
-    assert "mprig.cmd_run" in graph["mprig.cli"]  # importlib, by name
-    assert "mprig.cli" not in graph["mprig.cmd_run"]  # a `python -m mprig.cli` argv
+    assert "mprig.errors" in graph["mprig.stack.knobs"]  # module level
+    assert "mprig.rig.inventory" in graph["mprig.cli.doctor"]  # inside a function
+    assert "mprig.cli.cmd_run" in graph["mprig.cli.main"]  # importlib, by name
+    assert "mprig.cli" not in graph["reports.nightly"]  # a `python -m mprig.cli` argv
 
 
 PKG = {

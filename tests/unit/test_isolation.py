@@ -1,14 +1,14 @@
-"""Run isolation (mprig.isolation): reading settings back, what a run must read back on top
+"""Run isolation (mprig.stack.isolation): reading settings back, what a run must read back on top
 of the baseline, the differences named, and the commands that put the baseline back."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mprig import isolation, knobs
-from mprig.isolation import HostSettings
+from mprig.campaign.spec import Variant
 from mprig.rig.host import PathLink
-from mprig.spec import Variant
+from mprig.stack import isolation, knobs
+from mprig.stack.isolation import HostSettings
 
 CAPTURES = Path(__file__).parent.parent / "captures" / "test_isolation"
 LINKS = (

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_spec import BASE  # the two-path campaign every spec test starts from
 
-from mprig import traffic
-from mprig.cli import main
-from mprig.spec import Traffic
+from mprig.campaign.spec import Traffic
+from mprig.cli.main import main
+from mprig.run import traffic
 
 REPO = Path(__file__).parents[2]
 

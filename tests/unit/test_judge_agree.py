@@ -19,11 +19,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mprig import commands, judge, plan
-from mprig.cli import main
+from mprig.campaign import plan
+from mprig.campaign.spec import load_campaign, parse_campaign
+from mprig.cli.main import main
 from mprig.errors import MprigError, SpecError
 from mprig.rig.layout import layout
-from mprig.spec import load_campaign, parse_campaign
+from mprig.run import commands, judge
 
 REPO = Path(__file__).parents[2]
 SPECS = sorted(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import knobs, presets
+from mprig.campaign import presets
+from mprig.campaign.spec import Variant
 from mprig.errors import UsageError
 from mprig.rig.host import PathLink
-from mprig.spec import Variant
+from mprig.stack import knobs
 
 LINKS = (
     PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "ap-c", "ap-s"),
@@ -16,7 +17,8 @@ LINKS = (
 )
 
 
-# The kernel's own reordering defaults (mprig.presets "linux"), set when a variant names none.
+# The kernel's own reordering defaults (mprig.campaign.presets "linux"), set when a variant
+# names none.
 LINUX = {
     "net.ipv4.tcp_sack": "1",
     "net.ipv4.tcp_dsack": "1",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from mprig import knobs
-from mprig.rig import lab_cc
-from mprig.spec import Variant
+from mprig.campaign.spec import Variant
+from mprig.stack import knobs, lab_cc
 
 
 def test_needed_maps_presets_to_kernel_names_once_each() -> None:

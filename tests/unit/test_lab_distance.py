@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mprig import commands, run_attempt, run_stages
-from mprig.attenuator import RadioPath, StandInAttenuator, attenuation_for_distance
+from mprig.campaign.plan import Run, expand
+from mprig.campaign.spec import parse_campaign
+from mprig.campaign.wifi import Radio
 from mprig.errors import UsageError
-from mprig.plan import Run, expand
 from mprig.rig import inventory as I
 from mprig.rig import layout as L
-from mprig.spec import parse_campaign
-from mprig.wifi import Radio
+from mprig.rig.attenuator import RadioPath, StandInAttenuator, attenuation_for_distance
+from mprig.run import commands, run_attempt, run_stages
 
 SPEC = """\
 name: labd

@@ -1,4 +1,4 @@
-"""A distance walk on a lab rig's Wi-Fi path (mprig/labwalk.py): the runner steps the
+"""A distance walk on a lab rig's Wi-Fi path (mprig/run/labwalk.py): the runner steps the
 attenuator through the channel model's dB over time, reads each step back and records it;
 the radio path gets no timed netem change. A fake clock stands in for time (no timing
 assertions): the steps' scheduled times and the stand-in attenuator's calls are exact."""
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mprig import labwalk, plan, timeline
-from mprig.attenuator import RadioPath, StandInAttenuator, attenuation_for_distance
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
+from mprig.rig.attenuator import RadioPath, StandInAttenuator, attenuation_for_distance
 from mprig.rig.layout import layout
-from mprig.run_attempt import RunFailed
-from mprig.spec import parse_campaign
+from mprig.run import labwalk, timeline
+from mprig.run.run_attempt import RunFailed
 
 SPEC = """\
 name: w

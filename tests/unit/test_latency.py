@@ -1,4 +1,4 @@
-"""The latency probe (mprig/latency.py): its commands per path, its log parsed, and the
+"""The latency probe (mprig/run/latency.py): its commands per path, its log parsed, and the
 per-run RTT quantiles and loss over the traffic's window."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import pytest
 
 from collectors.latency_part import latency_part
 from collectors.runinfo import RunInfo
-from mprig import commands, latency, plan
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.rig.host import PathLink
-from mprig.spec import parse_campaign
+from mprig.run import commands, latency
 
 LINKS = (
     PathLink("wifi", "wifi", "wlan0", "10.1.1.2", "ap", "lan0", "wan0"),

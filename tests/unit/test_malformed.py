@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from mprig.spec import PATH_AXIS_FIELDS, Campaign
-from mprig.spec import Path as SpecPath
-from mprig.spec_models import DIRECTION_FIELDS
+from mprig.campaign.spec import PATH_AXIS_FIELDS, Campaign
+from mprig.campaign.spec import Path as SpecPath
+from mprig.campaign.spec_models import DIRECTION_FIELDS
 
 CAMPAIGNS = Path(__file__).parent / "campaigns"
 REPO = Path(__file__).parents[2]

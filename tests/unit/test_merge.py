@@ -1,4 +1,4 @@
-"""`mprig merge`: shards' results directories joined into one (mprig/merge.py). Bundles are
+"""`mprig merge`: shards' results directories joined into one (mprig/run/merge.py). Bundles are
 real ones (bundle.commit over staged files), campaign.json is the one `mprig run --shard`
 writes; the merged directory is judged by `mprig status`."""
 
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle, fsio, merge
-from mprig.cli import main
-from mprig.cmd_run import write_campaign_json
-from mprig.plan import Run, expand
-from mprig.shard import Shard, select
-from mprig.spec import parse_campaign
+from mprig import fsio
+from mprig.campaign.plan import Run, expand
+from mprig.campaign.shard import Shard, select
+from mprig.campaign.spec import parse_campaign
+from mprig.cli.cmd_run import write_campaign_json
+from mprig.cli.main import main
+from mprig.run import bundle, merge
 
 SPEC = """\
 name: mc

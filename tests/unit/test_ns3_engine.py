@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from mprig import commands, plan, run_attempt, run_record
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import SpecError
 from mprig.rig import layout, netns, ns3link
-from mprig.spec import parse_campaign
+from mprig.run import commands, run_attempt, run_record
 from reports import results
 
 NS3_PATH = """\

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bpfcc, presets, wifi
-from mprig.plan import expand, run_count
-from mprig.spec import Campaign, axis_values, load_campaign
+from mprig.campaign import presets, wifi
+from mprig.campaign.plan import expand, run_count
+from mprig.campaign.spec import Campaign, axis_values, load_campaign
+from mprig.stack import bpfcc
 
 PAPERS = Path(__file__).resolve().parents[2] / "experiments" / "papers"
 FILES = sorted(PAPERS.glob("*.yaml"))
@@ -85,7 +86,7 @@ def test_quick_and_full_share_the_setup(stem: str) -> None:
 def test_one_sack_setting_for_every_variant_of_a_campaign(name: str) -> None:
     """A recovery comparison must not partly measure SACK: every variant of a campaign
     runs with the same net.ipv4.tcp_sack (the preset's, or a variant sysctl)."""
-    from mprig import knobs
+    from mprig.stack import knobs
 
     sack = {v.name: knobs.sysctls(v)["net.ipv4.tcp_sack"] for v in _load(name).variants}
     assert len(set(sack.values())) == 1, sack

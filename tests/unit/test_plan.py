@@ -12,11 +12,11 @@ from pathlib import Path as FsPath
 
 import pytest
 
-from mprig import commands
-from mprig.cli import main
-from mprig.plan import Run, expand, run_count, run_json, run_seed
+from mprig.campaign.plan import Run, expand, run_count, run_json, run_seed
+from mprig.campaign.spec import load_campaign, parse_campaign
+from mprig.cli.main import main
 from mprig.rig.layout import SERVER_ADDR, layout
-from mprig.spec import load_campaign, parse_campaign
+from mprig.run import commands
 
 REPO = FsPath(__file__).parents[2]
 SMOKE = REPO / "experiments" / "smoke.yaml"
@@ -108,7 +108,7 @@ def test_run_ids_are_readable_unique_and_safe() -> None:
 
 def test_run_ids_and_seeds_are_stable_across_processes() -> None:
     code = (
-        "from mprig.plan import expand; from mprig.spec import load_campaign; "
+        "from mprig.campaign.plan import expand; from mprig.campaign.spec import load_campaign; "
         f"runs = expand(load_campaign({str(SMOKE)!r})); "
         "print(' '.join(f'{r.run_id}:{r.seed}' for r in runs))"
     )

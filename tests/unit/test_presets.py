@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import presets
+from mprig.campaign import presets
 from mprig.errors import UsageError
 
 

@@ -1,4 +1,4 @@
-"""The probe's data step (mprig.probe, mprig.probe_agent): which data segments carry a DSS
+"""The probe's data step (mprig.rig.probe, mprig.rig.probe_agent): which data segments carry a DSS
 mapping, on packets crafted with scapy as a middlebox would leave them, and the verdict of a
 transfer from what the client and the server saw."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from scapy.layers.inet import IP, TCP
 
-from mprig.probe import classify_transfer, parse_server_log
-from mprig.probe_agent import parse_segment, payload, tcp_options_map_data
+from mprig.rig.probe import classify_transfer, parse_server_log
+from mprig.rig.probe_agent import parse_segment, payload, tcp_options_map_data
 
 PORT = 5299
 # DSS (RFC 8684 3.3): subtype 2, flags A (data ack) and M (mapping), 4-byte data ack and DSN,

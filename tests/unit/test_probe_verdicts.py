@@ -1,4 +1,4 @@
-"""mprig.probe's pure parts: verdicts, the server log, and MP_CAPABLE option parsing."""
+"""mprig.rig.probe's pure parts: verdicts, the server log, and MP_CAPABLE option parsing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from scapy.layers.inet import IP, TCP
 
-from mprig.probe import classify, parse_server_log
-from mprig.probe_agent import MP_CAPABLE_SYN, parse_syn, tcp_options_have_mp_capable
+from mprig.rig.probe import classify, parse_server_log
+from mprig.rig.probe_agent import MP_CAPABLE_SYN, parse_syn, tcp_options_have_mp_capable
 
 SEQ = 1000
 

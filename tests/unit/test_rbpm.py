@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from mprig import commands, rbpm, rbpm_policy, rbpm_run, rbpm_ss, run_attempt
-from mprig.batch import Cmd, Done
-from mprig.plan import Run
-from mprig.rbpm_policy import Subflow
+from mprig.campaign.plan import Run
+from mprig.campaign.spec import Capture, Direction, Traffic, Variant
+from mprig.campaign.spec import Path as Path_
+from mprig.rig.batch import Cmd, Done
 from mprig.rig.host import PathLink
-from mprig.spec import Capture, Direction, Traffic, Variant
-from mprig.spec import Path as Path_
+from mprig.run import commands, rbpm_run, run_attempt
+from mprig.stack import rbpm, rbpm_policy, rbpm_ss
+from mprig.stack.rbpm_policy import Subflow
 
 MSS = 1448
 
@@ -209,7 +210,7 @@ def test_runner_starts_the_controller_on_the_client_and_clears_flags_after() -> 
         ("client", ["ip", "mptcp", "endpoint", "change", "id", "1", "nobackup"]),
         ("client", ["ip", "mptcp", "endpoint", "change", "id", "2", "nobackup"]),
     ]
-    shown = ("client", ["python3", "-c", "<mprig/rbpm.py>", *args])
+    shown = ("client", ["python3", "-c", "<mprig/stack/rbpm.py>", *args])
     assert shown in commands.for_run(run, links, server_addr="10.9.0.1")
     kernel = commands.build(dataclasses.replace(run, variant=Variant(name="k")), links)
     assert (kernel.background, len(kernel.teardown)) == ([], len(c.teardown) - 2)
@@ -220,7 +221,7 @@ def test_the_controller_source_runs_without_mprig() -> None:
     done = subprocess.run(
         [sys.executable, "-I", "-c", rbpm_run.source(), "--help"], capture_output=True, text=True
     )
-    assert (done.returncode, done.stdout.startswith("usage: mprig.rbpm")) == (0, True)
+    assert (done.returncode, done.stdout.startswith("usage: mprig.stack.rbpm")) == (0, True)
 
 
 def test_run_json_records_the_controller_by_name() -> None:
@@ -228,7 +229,7 @@ def test_run_json_records_the_controller_by_name() -> None:
     done = Done("client", Cmd(argv, log="/tmp/x/rbpm.log"), 0, "", "", 0.1, pid=7)
     assert run_attempt.logged(done) == {
         "host": "client",
-        "argv": ["python3", "-c", "<mprig/rbpm.py>", "--port", "5201"],
+        "argv": ["python3", "-c", "<mprig/stack/rbpm.py>", "--port", "5201"],
         "returncode": 0,
         "seconds": 0.1,
         "background": True,

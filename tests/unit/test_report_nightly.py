@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import report_synth as rs
 
-from mprig.cli import main
+from mprig.cli.main import main
 from reports import nightly
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import report_synth as rs
 
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import UsageError
 from reports import figures, figures_timeseries, overlay, results
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mprig import bundle
-from mprig.cli import main
+from mprig.cli.main import main
+from mprig.run import bundle
 from reports import figures_timeseries, results
 
 FIXTURE = Path(__file__).parents[1] / "captures" / "test_collect" / "mptcp_download"

@@ -111,7 +111,7 @@ def test_box_plots_are_per_variant_and_sweep_point(tmp_path: Path) -> None:
 def test_terminal_summary_prints_the_report_numbers_with_their_spread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mprig.cli import main
+    from mprig.cli.main import main
 
     root = rs.write(tmp_path / "c", rs.Synth(repetitions=3, timeseries=False))
     assert main(["report", str(root), "--format", "csv"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import paper_synth as ps
 
-from mprig.plan import Run
+from mprig.campaign.plan import Run
 from reports import reproduce
 from reports.reproduce_delay import delay_rows
 from reports.results import load

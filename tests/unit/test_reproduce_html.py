@@ -246,7 +246,7 @@ def test_rendering_again_draws_the_figures_from_metrics_parquet(tmp_path: Path) 
     figures code, from metrics.parquet alone (no results directory), then its report.html."""
     import base64
 
-    from mprig import cli
+    from mprig.cli import main as cli
 
     def size(path: Path) -> tuple[int, int]:
         with Image.open(path) as image:

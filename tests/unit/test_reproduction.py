@@ -11,7 +11,7 @@ import pandas as pd
 import paper_synth as ps
 import pytest
 
-from mprig import cli
+from mprig.cli import main as cli
 from reports import paperplans, reproduce, reproduce_docs
 from reports.refstats import VERDICTS
 

@@ -18,10 +18,10 @@ import pytest
 import report_synth as synth
 
 from collectors.collect import Options, collect_campaign
-from mprig import bundle as bundles
 from mprig import fsio
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import RigBusy, UsageError
+from mprig.run import bundle as bundles
 
 FIXTURE = Path(__file__).parents[1] / "captures" / "test_collect" / "mptcp_download"
 

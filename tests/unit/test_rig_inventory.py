@@ -8,13 +8,13 @@ import pytest
 import yaml
 
 from mprig import datafiles
+from mprig.campaign.spec import Direction
+from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import UsageError
 from mprig.rig import inventory as I
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink
 from mprig.rig.ssh import SshHost
-from mprig.spec import Direction
-from mprig.spec import Path as SpecPath
 
 D = Direction(rate_mbit=10)
 SMOKE = L.layout(

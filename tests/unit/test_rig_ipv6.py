@@ -5,11 +5,13 @@ listens (commands)."""
 
 from __future__ import annotations
 
-from mprig import commands, isolation, knobs, plan
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.rig import addr6
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink
-from mprig.spec import parse_campaign
+from mprig.run import commands
+from mprig.stack import isolation, knobs
 
 CAMPAIGN = """\
 name: v6

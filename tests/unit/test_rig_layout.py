@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from mprig.campaign.spec import Direction, Path
 from mprig.errors import UsageError
 from mprig.rig import layout as L
 from mprig.rig.host import PathLink
-from mprig.spec import Direction, Path
 
 D = Direction(rate_mbit=10)
 

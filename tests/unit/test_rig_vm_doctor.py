@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mprig import doctor, vm, vmprobe
-from mprig.cmd_rig import render_status
+from mprig.cli import doctor
+from mprig.cli.cmd_rig import render_status
 from mprig.errors import MprigError, ToolMissing
+from mprig.rig import vm, vmprobe
 from mprig.rig.ssh import SshHost
 
 
@@ -117,7 +118,7 @@ def test_doctor_says_where_the_playbooks_and_example_campaigns_are() -> None:
 
 
 def test_bpf_program_status_on_a_lab_host_says_what_it_lacks() -> None:
-    from mprig.rig.lab_cc import program_status
+    from mprig.stack.lab_cc import program_status
 
     have = {"btf", "clang", "bpftool", "libbpf-dev"}
     assert program_status("prr", ("reno", "prr"), set()) == (True, "registered")
@@ -155,7 +156,7 @@ def test_ssh_argv_runs_inside_the_controller_namespace() -> None:
 def test_a_run_records_how_its_vm_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run.json `acceleration`: seen from inside the guest, KVM's paravirtual clock is
     offered only under KVM (the clock sources of a real KVM and a real emulated guest)."""
-    from mprig import vmprobe
+    from mprig.rig import vmprobe
 
     kvm_guest, tcg_guest = tmp_path / "kvm", tmp_path / "tcg"
     kvm_guest.write_text("kvm-clock tsc hpet acpi_pm \n")

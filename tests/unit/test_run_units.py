@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from mprig import batch, cmd_status, run
+from mprig.cli import cmd_status
 from mprig.errors import RigBusy
-from mprig.progress import Reporter, fmt_duration
+from mprig.rig import batch
 from mprig.rig.host import Result
 from mprig.rig.session import Session, loop_command
+from mprig.run import runner as run
+from mprig.run.progress import Reporter, fmt_duration
 
 
 def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
@@ -36,7 +38,7 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
 def test_lock_held_elsewhere_is_busy(tmp_path: Path) -> None:
     lock = tmp_path / "rig.lock"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from mprig import run\n"
+        [sys.executable, "-c", "import sys; from mprig.run import runner as run\n"
          "with run.exclusive(__import__('pathlib').Path(sys.argv[1]), 'rig r'):\n"
          "    print('held', flush=True); sys.stdin.read()", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -176,8 +178,8 @@ def test_bash_scripts_run_inside_the_batch_without_an_exec() -> None:
 
 
 def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from mprig import bundle
-    from mprig.cli import main
+    from mprig.cli.main import main
+    from mprig.run import bundle
 
     plan = [
         {"run_id": f"{v}-r1-0000000{i}", "variant": {"name": v}, "repetition": 1}
@@ -263,7 +265,7 @@ def test_run_dirs_are_made_by_every_host_at_once(tmp_path: Path) -> None:
     """Four hosts make their run directories under one new rig root at the same moment;
     bash's loadable `mkdir -p` (the session's) fails when a parent appears between its check
     and its mkdir, so the clean-up script must still succeed on every host, every time."""
-    from mprig import run_stages
+    from mprig.run import run_stages
 
     enable = "enable -f /usr/lib/bash/mkdir mkdir && enable -f /usr/lib/bash/rm rm\n"
     script = enable + run_stages.CLEAN_SCRIPT

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from mprig.run_attempt import wait_cmd
+from mprig.run.run_attempt import wait_cmd
 
 
 def status(argv: list[str]) -> int:

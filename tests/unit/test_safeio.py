@@ -49,7 +49,7 @@ def test_escape_control_characters() -> None:
 
 
 def test_fifo_run_json_is_unreadable_not_a_hang(tmp_path: Path) -> None:
-    from mprig import bundle
+    from mprig.run import bundle
 
     os.mkfifo(tmp_path / "run.json")
     with pytest.raises(ValueError) as e:

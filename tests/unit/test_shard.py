@@ -1,4 +1,4 @@
-"""`mprig run --shard I/N`: the partition of a plan into N shards (mprig/shard.py).
+"""`mprig run --shard I/N`: the partition of a plan into N shards (mprig/campaign/shard.py).
 
 Property tests over plans (variants x sweep points x repetitions, sequential or shuffled)
 and N: every run is in exactly one shard; shard sizes, each variant's runs and each cell's
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mprig.plan import Run, expand
-from mprig.shard import Shard, assign, parse_shard, select
-from mprig.spec import parse_campaign
+from mprig.campaign.plan import Run, expand
+from mprig.campaign.shard import Shard, assign, parse_shard, select
+from mprig.campaign.spec import parse_campaign
 
 
 def campaign_text(variants: int, points: int, repetitions: int, order: str) -> str:

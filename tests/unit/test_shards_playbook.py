@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mprig import bundle
-from mprig.cmd_run import write_campaign_json
-from mprig.plan import expand
-from mprig.shard import Shard, select
-from mprig.spec import parse_campaign
+from mprig.campaign.plan import expand
+from mprig.campaign.shard import Shard, select
+from mprig.campaign.spec import parse_campaign
+from mprig.cli.cmd_run import write_campaign_json
+from mprig.run import bundle
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

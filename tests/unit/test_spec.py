@@ -9,8 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from mprig.errors import SpecError
-from mprig.spec import (
+from mprig.campaign.spec import (
     Axis,
     Campaign,
     Direction,
@@ -24,7 +23,8 @@ from mprig.spec import (
     parse_campaign,
     sweep_points,
 )
-from mprig.spec_models import Range
+from mprig.campaign.spec_models import Range
+from mprig.errors import SpecError
 
 REPO = FsPath(__file__).parents[2]
 

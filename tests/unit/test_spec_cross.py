@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import plan
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import SpecError
-from mprig.spec import parse_campaign
 
 HEAD = """\
 name: t

@@ -1,4 +1,4 @@
-"""Campaign key paths[].family (mprig/ipfamily.py): a bad family and every combination an
+"""Campaign key paths[].family (mprig/campaign/ipfamily.py): a bad family and every combination an
 IPv6 path does not support are errors naming the file, the line and the key; a variant
 whose initial subflow would be IPv4 beside IPv6 paths is refused; campaigns without the key
 keep every earlier run id."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from test_spec_timeline import problems  # (line, field, message) of each validate problem
 
-from mprig import plan
-from mprig.spec import parse_campaign
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 
 PATHS = """\
 name: t

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import netemspec, plan
+from mprig.campaign import netemspec, plan
+from mprig.campaign.spec import Direction, parse_campaign
 from mprig.errors import SpecError
-from mprig.spec import Direction, parse_campaign
 
 HEAD = """\
 name: t

@@ -1,7 +1,7 @@
 """One name per thing (issue 20 part 3): a campaign writes TCP-DOOR as `tcpdoor` and PR-R as
 `prr`; the BPF program names (`door`, `door_lia`, `door_fccc`) and the papers' spellings
 (`TCP-DOOR`, `PR-R`) are still accepted, replaced before validation, with a warning naming
-file:line and the spelling to write (mprig/spec_spelling.py)."""
+file:line and the spelling to write (mprig/campaign/spec_spelling.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mprig.plan import expand
-from mprig.spec import parse_campaign
+from mprig.campaign.plan import expand
+from mprig.campaign.spec import parse_campaign
 
 HEAD = """\
 name: t

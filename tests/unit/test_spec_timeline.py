@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mprig import plan
+from mprig.campaign import plan
+from mprig.campaign.spec import Direction, parse_campaign
 from mprig.errors import SpecError
-from mprig.spec import Direction, parse_campaign
 
 ALT = Path(__file__).parents[2] / "experiments" / "traces" / "alt-4-12.trace"
 
@@ -122,7 +122,7 @@ def test_no_trace_or_event_where_netem_does_not_set_the_rate() -> None:
 
 
 def test_events_past_a_swept_duration_are_refused_at_validate(tmp_path: Path) -> None:
-    from mprig import judge
+    from mprig.run import judge
 
     text = campaign(str(ALT), "timeline:\n  - {at_s: 6, path: cell, action: down}\n")
     text += "sweep:\n  axes:\n    traffic.duration_s: [10, 5]\n"

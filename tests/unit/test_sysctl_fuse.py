@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mprig import isolation, knobs, run_attempt
-from mprig.batch import Cmd, Done
+from mprig.rig.batch import Cmd, Done
+from mprig.run import run_attempt
+from mprig.stack import isolation, knobs
 
 SACK = ["sysctl", "-q", "-w", "net.ipv4.tcp_sack=0", "net.ipv4.tcp_rmem=4096 131072 1000000"]
 MPTCP = ["sysctl", "-q", "-w", "net.mptcp.enabled=1"]

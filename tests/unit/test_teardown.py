@@ -1,12 +1,12 @@
-"""A lab campaign's teardown, verified (mprig.isolation.teardown_*): what is read on which
+"""A lab campaign's teardown, verified (mprig.stack.isolation.teardown_*): what is read on which
 host, and every setting left changed named with its host, BPF congestion controls that
 stayed registered included."""
 
 from __future__ import annotations
 
-from mprig import isolation, knobs
-from mprig.isolation import HostSettings
 from mprig.rig.host import PathLink
+from mprig.stack import isolation, knobs
+from mprig.stack.isolation import HostSettings
 
 LINKS = (
     PathLink("wifi", "wifi", "wlan0", "198.51.100.130", "rwifi", "eth1", "eth2"),

@@ -1,4 +1,4 @@
-"""A run's timeline as the runner applies it (mprig/timeline.py): per-host schedules of tc
+"""A run's timeline as the runner applies it (mprig/run/timeline.py): per-host schedules of tc
 and ip lines from traces and events, the timed agent (with stand-in tc and ip on PATH that
 record what they are given), the timing summary, and the report's reading of both."""
 
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mprig import plan, timeline
+from mprig.campaign import plan
+from mprig.campaign.spec import parse_campaign
 from mprig.errors import UsageError
-from mprig.impair import STANDIN_ENV
 from mprig.rig.layout import layout
-from mprig.spec import parse_campaign
+from mprig.run import timeline
+from mprig.run.impair import STANDIN_ENV
 from reports import timeline_fig
 
 ALT = Path(__file__).parents[2] / "experiments" / "traces" / "alt-4-12.trace"

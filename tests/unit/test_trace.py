@@ -1,4 +1,4 @@
-"""Mahimahi traces (mprig/trace.py) and the committed ones (experiments/traces/): parsing,
+"""Mahimahi traces (mprig/campaign/trace.py) and the committed ones (experiments/traces/): parsing,
 binning into rates, the looped schedule, and the generator reproducing every file."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import trace
+from mprig.campaign import trace
 
 TRACES = Path(__file__).parents[2] / "experiments" / "traces"
 

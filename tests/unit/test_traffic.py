@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig import traffic
-from mprig.spec import Traffic
+from mprig.campaign.spec import Traffic
+from mprig.run import traffic
 
 CAPTURES = Path(__file__).parent.parent / "captures" / "test_traffic"
 

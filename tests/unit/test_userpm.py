@@ -1,4 +1,4 @@
-"""path_manager userspace (mprig/userpm.py): mptcpd with mprig's plugin on the client, pm_type
+"""path_manager userspace (mprig/stack/userpm.py): mptcpd with mprig's plugin on the client, pm_type
 1 there and 0 on the server, no client endpoints, and mptcpd's log read back."""
 
 from __future__ import annotations
@@ -6,13 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from test_commands import LINKS, make_run
 
-from mprig import commands, isolation, knobs, userpm
+from mprig.campaign.spec import Variant
 from mprig.errors import UsageError
-from mprig.isolation import HostSettings
-from mprig.spec import Variant
+from mprig.run import commands
+from mprig.stack import isolation, knobs, userpm
+from mprig.stack.isolation import HostSettings
 
+ROLE_DEFAULTS = (
+    Path(__file__).resolve().parents[2] / "playbooks/roles/mptcpd_plugin/defaults/main.yml"
+)
 USERSPACE = Variant(name="upm", path_manager="userspace")
 
 # mptcpd 0.12's stderr with the plugin, from a two-path transfer in namespaces on 6.18
@@ -60,6 +65,19 @@ def test_missing_plugin_names_the_make_target(
     monkeypatch.setenv("MPRIG_MPTCPD_PLUGIN_DIR", str(tmp_path))
     with pytest.raises(UsageError, match="make mptcpd-plugin"):
         userpm.background(make_run(USERSPACE), LINKS)
+
+
+def test_a_lab_client_uses_the_roles_plugin_directory_unchecked_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lab client has its own file system: mptcpd gets the directory the mptcpd_plugin
+    role builds into, and this machine's missing plugin is no error."""
+    monkeypatch.setenv("MPRIG_MPTCPD_PLUGIN_DIR", str(tmp_path))  # no plugin here
+    cmds = commands.build(make_run(USERSPACE), LINKS, lab=True)
+    (argv,) = [b[1] for b in cmds.background if b[0] == "client"]
+    assert "--plugin-dir=/usr/local/lib/mprig/mptcpd-plugins" in argv
+    defaults = yaml.safe_load(ROLE_DEFAULTS.read_text())
+    assert Path(defaults["mptcpd_plugin_dir"]) == userpm.LAB_PLUGIN_DIR
 
 
 def test_runner_waits_for_ready_and_fetches_the_log() -> None:
@@ -111,7 +129,7 @@ def test_problem(tmp_path: Path) -> None:
     )
     (tmp_path / "mptcpd.log").write_text("Unable to load path manager plugins.\n")
     assert userpm.problem(tmp_path, run) == (
-        "client: mptcpd logged errors (Unable to load path manager plugins.)"
+        "client: mptcpd logged errors (Unable to load path manager plugins.); " + userpm.SETUP_HINT
     )
     assert userpm.problem(tmp_path, make_run(Variant(name="k"))) is None
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig import kvm, vm, vmprobe
 from mprig.errors import MprigError
+from mprig.rig import kvm, vm, vmprobe
 
 FAKE_VNG = Path(__file__).parent / "fakevng" / "vng"
 
@@ -134,7 +134,7 @@ def test_the_run_deadline_stops_the_vm(fake: Path, monkeypatch: pytest.MonkeyPat
 PARENT = """
 import sys
 from pathlib import Path
-from mprig import kvm, vm
+from mprig.rig import kvm, vm
 kvm.KVM_DEVICE = Path(sys.argv[1])
 print("printed before the VM", flush=True)
 sys.exit(vm.run_in_vm(["sh", "-c", "echo guest-out; echo guest-err >&2"], []))
@@ -169,9 +169,9 @@ def test_inside_the_vm_the_mode_names_the_real_reason(monkeypatch: pytest.Monkey
 
 
 def test_the_vm_deadline_grows_with_the_plan() -> None:
-    from mprig import plan, spec
-    from mprig.cmd_run import CAMPAIGN_ALLOWANCE_S, RUN_ALLOWANCE_S, vm_deadline
-    from mprig.run_attempt import RETRIES
+    from mprig.campaign import plan, spec
+    from mprig.cli.cmd_run import CAMPAIGN_ALLOWANCE_S, RUN_ALLOWANCE_S, vm_deadline
+    from mprig.run.run_attempt import RETRIES
 
     smoke = plan.expand(spec.load_campaign("experiments/smoke.yaml"))
     per_run = smoke[0].traffic.duration_s + RUN_ALLOWANCE_S

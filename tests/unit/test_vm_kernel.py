@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from mprig import vm, vmprobe
-from mprig.cli import main
+from mprig.cli.main import main
 from mprig.errors import MprigError
+from mprig.rig import vm, vmprobe
 
 CAMPAIGN = """\
 name: kern

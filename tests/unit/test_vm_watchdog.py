@@ -14,7 +14,7 @@ import time
 
 CHILD = """
 import subprocess, sys, time
-from mprig import vm
+from mprig.rig import vm
 vm_proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
 vm.kill_group_with_parent(vm_proc.pid)
 print(vm_proc.pid, flush=True)
@@ -57,7 +57,7 @@ def test_the_vm_group_dies_when_the_runner_is_killed_with_sigkill() -> None:
 
 
 def test_the_watchdog_ends_by_itself_when_the_vm_exits() -> None:
-    from mprig import vm
+    from mprig.rig import vm
 
     short = subprocess.Popen(["sleep", "0.5"], start_new_session=True)
     watchdog = vm.kill_group_with_parent(short.pid)

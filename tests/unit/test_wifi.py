@@ -8,9 +8,9 @@ import typing
 
 import pytest
 
-from mprig import wifi, wifi_phy
-from mprig.spec import Direction, Path
-from mprig.spec_base import ChannelModel
+from mprig.campaign import wifi, wifi_phy
+from mprig.campaign.spec import Direction, Path
+from mprig.campaign.spec_base import ChannelModel
 
 
 def test_path_loss_reference_points() -> None:

@@ -1,4 +1,4 @@
-"""mprig/wifi.py against the committed ns-3 sweeps (issue 16 part 2; no ns-3 needed here).
+"""mprig/campaign/wifi.py against the committed ns-3 sweeps (issue 16 part 2; no ns-3 needed here).
 
 Goodput within 10 % and delivery ratio within 2 points at every distance of every sweep,
 unless docs/wifi-model.md names the disagreement with a bound: then that bound is asserted,
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mprig import wifi, wifi_ns3
+from mprig.campaign import wifi, wifi_ns3
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "wifi-model.md"
 

@@ -1,0 +1,412 @@
+"""`mprig run`: run a campaign into verified bundles (`mprig status` shows them:
+mprig/cli/cmd_status.py)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mprig.campaign.shard import parse_shard
+from mprig.cli.cmd_status import print_summary
+from mprig.rig.layout import DEFAULT_RIG
+
+RUN_EPILOG = """\
+examples:
+  mprig run experiments/smoke.yaml
+      bring the virtual rig up, run the 6 smoke runs, tear the rig down; results in
+      results/smoke/ (VM mode is chosen automatically where the kernel lacks sch_netem)
+  mprig run experiments/smoke.yaml            run it again: verified runs are skipped,
+                                              failed, interrupted and partial ones redone
+  mprig run experiments/smoke.yaml --force    rerun every run
+  mprig run experiments/smoke.yaml --redo-rig-limited
+      rerun only the complete runs flagged rig_limited (the host's CPU was saturated)
+  mprig run experiments/nightly.yaml --results /srv/results --log-json 2> events.log
+  mprig run experiments/smoke.yaml --no-vm --rig lab1
+  mprig run experiments/smoke.yaml --shard 1/2 --rig a --results results-a
+  mprig run experiments/smoke.yaml --shard 2/2 --rig b --results results-b
+      split the plan over two rigs (here two virtual rigs on one machine; the same on two
+      lab rigs with --inventory): each runs its part, with the plan's run ids and seeds;
+      then `mprig merge results/smoke results-a/smoke results-b/smoke` joins them
+exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the `run` command (`status` is mprig/cli/cmd_status.py)."""
+    raw = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "run",
+        help="run a campaign (resumes where it stopped)",
+        description="Run every run of a campaign on the rig into verified bundles.",
+        epilog=RUN_EPILOG,
+        formatter_class=raw,
+    )
+    p.add_argument("file", metavar="FILE", help="campaign YAML file")
+    p.add_argument(
+        "--results",
+        default="results",
+        metavar="DIR",
+        help="results root; the campaign writes DIR/<campaign name>/ (default: results)",
+    )
+    p.add_argument("--force", action="store_true", help="rerun runs that are already complete")
+    p.add_argument(
+        "--redo-rig-limited",
+        action="store_true",
+        help="rerun complete runs marked rig-limited (the rig's CPU, not MPTCP, set their "
+        "pace: `mprig status` and the report name them), keeping every other run",
+    )
+    p.add_argument(
+        "--vm",
+        dest="vm",
+        action="store_true",
+        default=None,
+        help="run the virtual rig inside a VM even if this kernel has sch_netem",
+    )
+    p.add_argument("--no-vm", dest="vm", action="store_false", help="never use a VM")
+    p.add_argument(
+        "--kvm",
+        dest="kvm",
+        action="store_true",
+        default=None,
+        help="VM mode: boot with KVM, no fallback (default: KVM where a guest has been "
+        "seen to boot with it, see `mprig doctor`; MPRIG_KVM=1/0 does the same)",
+    )
+    p.add_argument(
+        "--no-kvm", dest="kvm", action="store_false", help="VM mode: software emulation only"
+    )
+    p.add_argument(
+        "--kernel",
+        default=None,
+        metavar="PATH",
+        help="VM mode: boot this kernel image (e.g. `make kernel-vm`'s bzImage) instead of "
+        "/boot's newest; MPRIG_VM_KERNEL=PATH does the same. run.json's hosts.*.kernel "
+        "records the release the guest ran",
+    )
+    p.add_argument(
+        "--rig",
+        default=DEFAULT_RIG,
+        metavar="NAME",
+        help=f"virtual rig name (namespaces mprig-NAME-*; default {DEFAULT_RIG})",
+    )
+    p.add_argument(
+        "--inventory",
+        default=None,
+        metavar="PATH",
+        help="run on this lab inventory instead of the campaign's rig.inventory (which must"
+        " lie under inventory/); may lie anywhere",
+    )
+    p.add_argument(
+        "--shard",
+        type=parse_shard,
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (1-based): every rig computes the same balanced"
+        " partition of the plan (each variant and each cell spread over the shards); join"
+        " the shards' results with `mprig merge`",
+    )
+    p.add_argument(
+        "--no-preflight",
+        dest="preflight",
+        action="store_false",
+        help="lab rig: skip the MPTCP preflight. By default every path is probed before the"
+        " first run (MP_CAPABLE handshake, ISN, a data transfer with DSS mappings both ways,"
+        " as `mprig probe`) and the campaign refuses to start when a path fails, naming it;"
+        " the per-path results go to RESULTS/preflight.json. The virtual rig is not probed:"
+        " its paths are veths mprig builds, with no middlebox on them",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--log-json", action="store_true", help="JSON event lines on stderr (CI)")
+    p.add_argument("--outer-lock", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    from mprig.campaign import shard
+    from mprig.rig import vmprobe
+    from mprig.run import judge
+
+    campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
+    for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
+        print(f"mprig: warning: {line}", file=sys.stderr)
+    part = getattr(args, "shard", None)
+    runs = shard.select(plan, part)
+    results = Path(args.results).resolve() / campaign.name
+    results.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "inventory", None):  # given on the command line: may lie anywhere
+        campaign = campaign.model_copy(update={"rig": campaign.rig.model_copy(
+            update={"inventory": args.inventory})})  # fmt: skip
+    lab = campaign.rig.inventory != "virtual"
+    requested = {True: "vm", False: "native", None: campaign.rig.mode}[args.vm]
+    if getattr(args, "kvm", None) is not None:
+        os.environ["MPRIG_KVM"] = "1" if args.kvm else "0"
+    if getattr(args, "kernel", None):  # checked now; vmprobe.find_kernel boots it
+        os.environ[vmprobe.VM_KERNEL_ENV] = str(vmprobe.chosen_kernel(args.kernel))
+    hwsim = campaign.rig.wifi == "hwsim"
+    mode, why = ("native", "lab inventory") if lab else vmprobe.choose_mode(requested, hwsim=hwsim)
+    if not args.quiet and not args.log_json:
+        count = f"shard {part}: {len(runs)} of {len(plan)}" if part else str(len(runs))
+        print(f"mprig: {campaign.name}: {count} runs, rig mode {mode} ({why})", file=sys.stderr)
+    with _campaign_lock(results, args):
+        write_campaign_json(results, args.file, campaign, plan, shard=(part, runs))
+        if mode == "vm":
+            code = _run_in_vm(args, results, vm_deadline(runs))
+        else:
+            code = _run_native(args, campaign, runs, results, lab)
+    if not args.outer_lock:
+        print_summary(results, runs)
+    return code
+
+
+@contextlib.contextmanager
+def _campaign_lock(results: Path, args: argparse.Namespace) -> Iterator[None]:
+    from mprig.run.runner import exclusive
+
+    if args.outer_lock:  # the `mprig run` outside the VM holds it
+        yield
+        return
+    say = None if args.quiet else (lambda text: print(f"mprig: {text}", file=sys.stderr))
+    with exclusive(results / "campaign.lock", f"campaign {results.name}", say):
+        yield
+
+
+# Seconds a run may take beyond its traffic under software emulation (rig set-up per run,
+# captures, fetches, retries' waits), and the campaign's fixed costs (rig up and down).
+RUN_ALLOWANCE_S = 60.0
+CAMPAIGN_ALLOWANCE_S = 900.0
+
+
+def vm_deadline(runs: list[Any]) -> float:
+    """How long the campaign VM may run once booted: every run with its retries at twice
+    (traffic + allowance), plus the rig's fixed costs. A hung guest is caught sooner by
+    its heartbeats (mprig.rig.vmboot)."""
+    from mprig.run.run_attempt import RETRIES
+
+    per_try = float(sum(r.traffic.duration_s + RUN_ALLOWANCE_S for r in runs))
+    return CAMPAIGN_ALLOWANCE_S + 2 * per_try * (1 + RETRIES)
+
+
+def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
+    """Re-execute this command inside one VM (`--no-vm` there); the results are shared."""
+    import signal
+
+    from mprig.rig import vm
+
+    argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
+    argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
+    flags = (
+        ("--force", args.force),
+        ("--redo-rig-limited", args.redo_rig_limited),
+        ("--quiet", args.quiet),
+        ("--log-json", args.log_json),
+    )
+    argv += [flag for flag, on in flags if on]
+    if getattr(args, "shard", None) is not None:
+        argv += ["--shard", str(args.shard)]
+    got: list[int] = []
+
+    def on_term(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt  # run_in_vm stops the VM on it
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        from mprig.run.headroom import HOST_CPU_FILE, HostCpuWriter
+
+        with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
+            return vm.run_in_vm(
+                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
+            )
+    except KeyboardInterrupt:
+        print(
+            "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",
+            file=sys.stderr,
+        )
+        return 128 + (got[0] if got else signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _run_native(
+    args: argparse.Namespace, campaign: Any, runs: list[Any], results: Path, lab: bool
+) -> int:
+    from mprig.rig import inventory, virtual
+    from mprig.run import runner
+    from mprig.run.progress import Reporter
+    from mprig.run.run_signals import signals_held
+    from mprig.stack import knobs
+
+    reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
+
+    def run_on(rig: Any) -> runner.CampaignResult:
+        return runner.run_campaign(
+            campaign, runs, rig, results, reporter,
+            force=args.force, redo_rig_limited=args.redo_rig_limited,
+        )  # fmt: skip
+
+    try:
+        if lab:
+            from mprig.stack import lab_cc
+
+            explicit = bool(getattr(args, "inventory", None))
+            where = Path(campaign.rig.inventory)
+            data = inventory.load_inventory(where, explicit=explicit)
+            rig = inventory.rig_from_inventory(where, data, explicit=explicit)
+            with runner.exclusive(_rig_lock_path(rig.name), f"rig {rig.name}", reporter.message):
+                lab_cc.check(rig, campaign.variants, Path(campaign.rig.inventory))
+                if getattr(args, "preflight", True):
+                    preflight(rig, results, reporter.message, inventory.host_python(data))
+                before = read_teardown(rig, campaign.variants)
+                outcome = run_on(rig)
+                verify_teardown(rig, campaign.variants, before, results)
+        else:
+            with (
+                runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
+                knobs.allow_congestion_controls(knobs.congestion_controls(campaign.variants)),
+            ):
+                rig = _virtual_up(args.rig, campaign, reporter.message)
+                try:
+                    outcome = run_on(rig)
+                finally:
+                    with signals_held() as late:
+                        virtual.down(args.rig)
+                if late and outcome.interrupted is None:
+                    return 128 + late[0]
+    finally:
+        reporter.close()
+    if outcome.interrupted is not None:
+        return 128 + outcome.interrupted
+    return 0 if outcome.complete == len(runs) else 1
+
+
+def preflight(rig: Any, results: Path, say: Any, python: str | None = None) -> None:
+    """Probe every path of a lab rig (mprig.rig.probe) before the first run; record the results
+    in RESULTS/preflight.json and refuse (HostError) a path that fails, naming it and what
+    failed."""
+    from dataclasses import asdict
+
+    from mprig.errors import HostError
+    from mprig.rig.probe import probe
+    from mprig.run import bundle
+
+    say("preflight: probing every path (MPTCP handshake and a data transfer with DSS)")
+    found = probe(rig, python=python)
+    bundle.write_json(results / PREFLIGHT_JSON, {"paths": [asdict(r) for r in found]})
+    failed = [r for r in found if r.verdict != "ok"]
+    if failed:
+        why = "; ".join(f"path {r.path} ({r.client_if}): {r.verdict}: {r.detail}" for r in failed)
+        raise HostError(
+            "client",
+            f"MPTCP preflight refused {len(failed)} of {len(found)} paths: {why}. Nothing ran;"
+            f" `mprig probe --inventory` shows it again, `mprig run --no-preflight` runs anyway",
+        )
+
+
+PREFLIGHT_JSON = "preflight.json"  # the preflight's per-path results (mprig.rig.probe.PathProbe)
+TEARDOWN_JSON = "teardown.json"  # a lab campaign's teardown: settings before, after, problems
+
+
+def _teardown_reads(rig: Any, variants: Any) -> dict[str, list[str]]:
+    from mprig.stack import isolation
+
+    keys = isolation.campaign_keys(variants)
+    devs = isolation.teardown_devices(rig.paths, rig.data_ifs)
+    return {h: isolation.teardown_argv(keys, devs.get(h, [])) for h in rig.hosts}
+
+
+def read_teardown(rig: Any, variants: Any) -> Any:
+    """What a lab campaign's teardown compares, read from every host before the first run."""
+    from mprig.stack import isolation
+
+    argvs = _teardown_reads(rig, variants)
+    return {h: isolation.parse(rig.hosts[h].run(argv, check=False).stdout)
+            for h, argv in argvs.items()}  # fmt: skip
+
+
+def verify_teardown(rig: Any, variants: Any, before: Any, results: Path) -> None:
+    """After a lab campaign (the runner has put its baseline back): read every host again,
+    record both reads in RESULTS/teardown.json, HostError naming each host and setting the
+    campaign left changed (BPF congestion controls still registered included)."""
+    from mprig.errors import HostError
+    from mprig.run import bundle
+    from mprig.stack import isolation
+
+    after = read_teardown(rig, variants)
+    problems = isolation.teardown_diff(before, after)
+    doc = {
+        "verified": not problems,
+        "problems": problems,
+        "before": {h: s.as_json() for h, s in before.items()},
+        "after": {h: s.as_json() for h, s in after.items()},
+    }
+    bundle.write_json(results / TEARDOWN_JSON, doc)
+    if problems:
+        host = problems[0].split(" ", 1)[0].rstrip(":")
+        raise HostError(
+            host,
+            "the lab rig is not back where the campaign found it: "
+            + "; ".join(problems)
+            + f" (the runs' results are kept; {results / TEARDOWN_JSON} has both reads)",
+        )
+
+
+def _virtual_up(name: str, campaign: Any, say: Any) -> Any:
+    """The virtual rig for the campaign: veth links, or a real 802.11 first Wi-Fi hop
+    (hwsim.up converges playbooks/site.yml, so hostapd and wpa_supplicant come from the
+    lab's roles, and waits until the station is associated)."""
+    from mprig.rig import virtual, vmprobe
+
+    if campaign.rig.wifi == "hwsim":
+        from mprig.rig import hwsim
+
+        say(
+            "rig: the Wi-Fi hop is 802.11 over mac80211_hwsim; converging playbooks/site.yml "
+            "(hostapd, wpa_supplicant): minutes under software emulation"
+        )
+        return hwsim.up(name, campaign.paths)
+    # Inside the VM, Ansible would take minutes under emulation for state the runner sets
+    # on every run anyway (sysctls, MPTCP limits and endpoints).
+    return virtual.up(name, campaign.paths, provision_hosts=not vmprobe.in_vm())
+
+
+def _rig_lock_path(name: str) -> Path:
+    """The campaign-on-rig lock (separate from the rig's own up/down lock)."""
+    return Path(os.environ.get("MPRIG_STATE", "/run/mprig")) / f"{name}.campaign.lock"
+
+
+def write_campaign_json(
+    results: Path,
+    file: str,
+    campaign: Any,
+    runs: list[Any],
+    shard: tuple[Any, list[Any]] = (None, []),
+) -> None:
+    """campaign.json: the spec as parsed, the whole plan (run id, index, parameters) and,
+    for `--shard I/N`, the shard and its run ids."""
+    from mprig import __version__
+    from mprig.campaign.plan import run_json
+    from mprig.run import bundle
+
+    doc = {
+        "format": bundle.FORMAT,
+        "campaign": campaign.name,
+        "spec_file": str(Path(file).resolve()),
+        "spec": campaign.model_dump(mode="json"),
+        "plan": [run_json(r) for r in runs],
+        "mprig": {"version": __version__},
+    }
+    part, mine = shard
+    if part is not None:
+        doc["shard"] = {
+            "index": part.index,
+            "count": part.count,
+            "run_ids": [r.run_id for r in mine],
+        }
+    bundle.write_json(results / bundle.CAMPAIGN_JSON, doc)

@@ -1,0 +1,199 @@
+"""A run's artifacts: which remote files become artifacts and their names in the bundle,
+the fetch (one streamed tar per host, per-interface captures joined into one pcapng per
+host), and what the runner reads back from them for run.json (tcpdump's kernel drops,
+the ss sampler's interval, the traffic tool's summary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mprig.errors import HostError
+from mprig.rig import batch
+from mprig.run import apps, bundle, capture, commands, latency, rbpm_run, timeline, traffic
+from mprig.run.crossflow import cross_files
+from mprig.run.run_attempt import Attempt, RunFailed, capture_interfaces
+from mprig.stack.userpm import files as mptcpd_files
+
+
+def capture_drops(a: Attempt) -> dict[str, int]:
+    """Per capturing host, the packets tcpdump's exit summary (its fetched log) says the
+    kernel dropped; a host without a clean summary is left out."""
+    drops: dict[str, int] = {}
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        with contextlib.suppress(OSError, ValueError):
+            log = (a.staging / bundle_name(host, "tcpdump.log")).read_text(errors="replace")
+            drops[host] = capture.parse_tcpdump_exit(log).kernel_drops
+    return drops
+
+
+def remote_files(a: Attempt) -> dict[str, list[str]]:
+    """Per host, the files of its remote directory that become artifacts."""
+    files: dict[str, list[str]] = {}
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        for i in capture_interfaces(a.rig, host):
+            files.setdefault(host, []).extend([f"{host}-{i}.pcap", f"tcpdump-{i}.log"])
+    files.setdefault(commands.sender(a.run), []).append("ss.txt")
+    if a.run.variant.path_manager == "rbpm":
+        files.setdefault("client", []).append(rbpm_run.LOG)
+    tool = a.run.traffic.tool
+    for host in ("client", "server"):
+        sends = host == commands.sender(a.run)
+        name = traffic.blocks_file(sends) if tool == "blocks" else f"{tool}-{host}.json"
+        name = apps.remote_name(tool, sends) or name
+        files.setdefault(host, []).append(name)
+    for end, names in cross_files(a.run).items():
+        files.setdefault(end, []).extend(names)
+    files["client"] += latency.files(a.run.traffic, [p.name for p in a.run.paths])
+    files["client"] += mptcpd_files(a.run)
+    for h, log in timeline.logs(a.run, a.rig.paths, a.rig.attenuators).items():
+        files.setdefault(h, []).append(log)
+    return files
+
+
+def fetch_stage(a: Attempt) -> None:
+    """Each host's files (tcpdump's log with them: its exit summary says what the kernel
+    dropped) streamed as one tar, unpacked under their bundle names: into staging, except
+    the per-interface captures and logs, which go to a local scratch directory and reach
+    staging joined (in VM mode staging is on the host's file system, where every megabyte
+    written and read again costs)."""
+    files = remote_files(a)
+    with tempfile.TemporaryDirectory(prefix="mprig-fetch-") as scratch:
+        parts = Path(scratch)
+
+        def fetch(host: str) -> None:
+            tar = parts / f"{host}.tar"
+            try:
+                a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
+            except HostError as e:
+                raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
+            with tarfile.open(tar, "r:") as t:  # "r:*" would import gzip, bz2, lzma
+                for name in files[host]:
+                    src = t.extractfile(name)
+                    if src is None:
+                        raise RunFailed(f"{host}: {name} is not a file", transient=True)
+                    to = parts if _joined(name) else a.staging
+                    (to / bundle_name(host, name)).write_bytes(src.read())
+            tar.unlink()
+
+        t0 = time.monotonic()
+        batch.parallel(fetch, list(files))
+        t1 = time.monotonic()
+        join_captures(a, parts)
+    a.stage_s["fetch"] = round(t1 - t0, 3)
+    a.stage_s["join"] = round(time.monotonic() - t1, 3)
+
+
+def _joined(remote_name: str) -> bool:
+    """A per-interface capture or tcpdump log: joined into one per host."""
+    return remote_name.endswith(".pcap") or remote_name.startswith("tcpdump-")
+
+
+def join_captures(a: Attempt, parts: Path) -> None:
+    """Each capturing host's per-interface captures and tcpdump logs (in `parts`) become
+    `<host>.pcap` (pcapng, one interface block per data interface, packets in time order)
+    and `tcpdump-<host>.log` in staging."""
+    cap = a.run.capture
+    for host in cap.hosts if cap.enabled else ():
+        ifs = capture_interfaces(a.rig, host)
+        pcaps = [(i, parts / bundle_name(host, f"{host}-{i}.pcap")) for i in ifs]
+        logs = [(i, parts / bundle_name(host, f"tcpdump-{i}.log")) for i in ifs]
+        try:
+            capture.merge_pcaps(pcaps, a.staging / f"{host}.pcap")
+        except ValueError as e:
+            raise RunFailed(f"{host}: capture: {e}", transient=True) from None
+        text = {i: p.read_text(errors="replace") for i, p in logs}
+        (a.staging / bundle_name(host, "tcpdump.log")).write_text(capture.join_tcpdump_logs(text))
+
+
+def bundle_name(host: str, remote_name: str) -> str:
+    """The artifact name in the bundle of a file in host's remote directory."""
+    if remote_name in ("ss.txt", "tcpdump.log"):
+        stem, ext = remote_name.split(".")
+        return f"{stem}-{host}.{ext}"
+    if remote_name.startswith("bulk-") or remote_name.endswith(".pcap"):
+        return f".{remote_name}"  # merged into bulk.json / <host>.pcap, then removed
+    if remote_name.startswith("tcpdump-"):
+        return f".tcpdump-{host}-{remote_name.removeprefix('tcpdump-')}"  # joined, removed
+    return remote_name
+
+
+def ss_interval(a: Attempt) -> dict[str, Any]:
+    """The interval the ss sampler achieved in this run (median, p95 of its samples)."""
+    name = bundle_name(commands.sender(a.run), "ss.txt")
+    try:
+        text = (a.staging / name).read_text(errors="replace")
+    except OSError:
+        return {}
+    try:
+        return capture.ss_interval(capture.parse_ss_samples(text))
+    except ValueError:  # a header that is not a time: the sampler was cut off mid-line
+        return {}
+
+
+def summarise(a: Attempt) -> dict[str, Any]:
+    """Throughput from the traffic tool's own output; RunFailed when it shows a failure."""
+    if a.run.traffic.tool == "iperf3":
+        try:
+            s = traffic.parse_iperf3((a.staging / "iperf3-client.json").read_text())
+        except (OSError, ValueError) as e:
+            raise RunFailed(f"client: {e}", transient=True) from None
+        return {"throughput_bps": s.receiver_bps, "retransmits": s.retransmits}
+    if a.run.traffic.tool == "blocks":
+        return _blocks_summary(a)
+    if (tool := a.run.traffic.tool) in apps.TOOLS:
+        try:
+            return apps.summary(a.run, a.staging)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise RunFailed(f"{tool}: {e}", transient=True) from None
+    return _bulk_summary(a)
+
+
+def _blocks_summary(a: Attempt) -> dict[str, Any]:
+    """Block delays from the receiver's log; a block that never arrived fails the run (the
+    byte stream lost data), not retried."""
+    try:
+        sent = json.loads((a.staging / traffic.BLOCKS_SENT).read_text())["blocks"]
+        d = traffic.parse_blocks((a.staging / traffic.BLOCKS_LOG).read_text(), sent)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RunFailed(f"blocks: {e}", transient=True) from None
+    if d.missing:
+        raise RunFailed(f"blocks: {d.missing} of {sent} blocks never arrived", transient=False)
+    size = a.run.traffic.block_bytes or 0
+    return {
+        "throughput_bps": d.n * size * 8 / max(d.span_s, 1e-9),
+        "blocks": d.n,
+        "block_delay_p50_ms": d.p50_ms,
+        "block_delay_p99_ms": d.p99_ms,
+    }
+
+
+def _bulk_summary(a: Attempt) -> dict[str, Any]:
+    docs = {
+        h: json.loads((a.staging / f".bulk-{h}.json").read_text()) for h in ("client", "server")
+    }
+    for h in docs:
+        (a.staging / f".bulk-{h}.json").unlink()
+    down = a.run.traffic.direction == "download"
+    sent, received = (docs["server"], docs["client"]) if down else (docs["client"], docs["server"])
+    nbytes = a.run.traffic.bytes or 0
+    problem = traffic.check_bulk(sent, received, nbytes)
+    doc = {
+        "bytes": nbytes,
+        "sha256_sent": sent["sha256"],
+        "sha256_received": received["sha256"],
+        "bytes_received": received["bytes"],
+        "seconds": received["seconds"],
+    }
+    bundle.write_json(a.staging / "bulk.json", doc)
+    if problem:
+        raise RunFailed(problem, transient=False)
+    return {"throughput_bps": nbytes * 8 / max(received["seconds"], 1e-9)}
