@@ -6,8 +6,8 @@ next to nothing, its log is in the bundle, and every endpoint is left without th
 flag. One VM boot for the module (about 2.5 minutes under software emulation).
 
 Measured: upstream MPTCP on 6.1 suffers much less buffer blocking than the paper's v0.89
-kernel. The committed core reproduction of case A (reports/reproductions/002, n = 5, 30 s)
-gives the kernel 5.48 Mbit/s and RBPM 5.27, a gain of 0.96 [0.83, 1.09]x (the paper: 4x);
+kernel. The committed full reproduction of case A (reports/reproductions/002, n = 5, 100 s)
+gives the kernel 4.90 Mbit/s and RBPM 4.73, a gain of 0.96 [0.85, 1.07]x (the paper: 4x);
 the +30 % of three earlier quick runs (controller on the receiver's RTTs) did not hold. So
 the goodput check here is only that stopping p4 does not stall the transfer; whether RBPM
 gains is the reproduction's verdict, with its statistics.
