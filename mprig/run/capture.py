@@ -216,13 +216,18 @@ def _pair(lines: list[str]) -> tuple[tuple[str, str], ...]:
 # header line and a value line per protocol ("Tcp:" + "ActiveOpens" -> TcpActiveOpens);
 # snmp6 one "name value" per line; and, as nstat's useless_number(), seven constants left
 # out. tests/integration/test_nstat_builtin_native.py compares it with nstat itself.
+# Each file is taken whole first (`$(< file)`: sequential reads, one printing of the file)
+# and parsed from that copy: `read` on the file itself takes 128-byte chunks and seeks back
+# after each line, and a seek on a /proc seq_file prints it again with newer counters, so
+# a snapshot taken during traffic tore (a CI run saved "IpExt0":MPCapableFallbackSYNACK).
 NSTAT_SCRIPT = (
     "s=; rd() { local p h v i; while read -r -a h && read -r -a v; do p=${h[0]%:}; "
     "for ((i = 1; i < ${#h[@]}; i++)); do case $p${h[i]} in "
     "IpForwarding|IpDefaultTTL|TcpRtoAlgorithm|TcpRtoMin|TcpRtoMax|TcpMaxConn|TcpCurrEstab) ;; "
-    '*) s+=",\\"$p${h[i]}\\":${v[i]}" ;; esac; done; done < "$1"; }; '
-    'rd /proc/net/snmp; while read -r n v; do s+=",\\"$n\\":$v"; done < /proc/net/snmp6; '
-    'rd /proc/net/netstat; printf \'{"kernel":{%s}}\\n\' "${s#,}"'
+    '*) s+=",\\"$p${h[i]}\\":${v[i]}" ;; esac; done; done <<< "$1"; }; '
+    'rd "$(< /proc/net/snmp)"; '
+    'while read -r n v; do s+=",\\"$n\\":$v"; done <<< "$(< /proc/net/snmp6)"; '
+    'rd "$(< /proc/net/netstat)"; printf \'{"kernel":{%s}}\\n\' "${s#,}"'
 )
 
 
