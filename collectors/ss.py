@@ -82,10 +82,20 @@ def parse_ss(text: str) -> pd.DataFrame:
     )
 
 
+# What bash prints for a child the stop signal killed ("Terminated", "Killed"): the
+# runner stops the sampler with SIGTERM to its process group, and when `ss` dies before the
+# sampler's bash does, bash reports it on the output the artifact holds (a CI run's
+# ss-server.txt ended so). Only at the end of the output, after the last sample.
+_STOPPED = ("Terminated", "Killed")
+
+
 def _sockets(text: str) -> list[_Socket]:
     out: list[_Socket] = []
     now: float | None = None
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    while lines and lines[-1].strip() in ("", *_STOPPED):
+        lines.pop()
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         if line.startswith("#"):

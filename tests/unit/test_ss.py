@@ -139,3 +139,14 @@ def test_ipv6_subflows_bound_to_a_device_keep_their_address() -> None:
     ]
     paths = per_path(tcp, {"fd00:1:1::2": "wifi", "fd00:2:1::2": "cell"})["path"]
     assert sorted(paths) == ["cell", "cell", "wifi", "wifi"]
+
+
+def test_a_stop_report_after_the_last_sample_is_not_a_socket(frame: pd.DataFrame) -> None:
+    """bash reports a child killed by the runner's SIGTERM ("Terminated") on the sampler's
+    output (a CI run's ss-server.txt ended so): the samples before it parse as without it;
+    the same word before a sample is still an error."""
+    text = CAPTURE.read_text()
+    assert parse_ss(text + "Terminated\n").equals(frame)
+    assert parse_ss(text + "Killed\n\n").equals(frame)
+    with pytest.raises(ParseError, match="not an ss socket line"):
+        parse_ss(text + "Terminated\n" + text)
