@@ -68,7 +68,8 @@ def test_status_json_shows_four_paths_and_six_hosts(rig: Rig) -> None:
 
 
 def test_mptcp_uses_all_four_client_interfaces(rig: Rig) -> None:
-    got = iperf_mptcp(rig)
+    # 5 s: in 2 s a CI run saw the 50 Mbit/s eth1 subflow, joined last, carry under 1 MB
+    got = iperf_mptcp(rig, seconds=5)
     assert got["joins"] == 2 * 3  # control and data connection, three joins each
     busy = {i for i, n in got["bytes"].items() if n > 1_000_000}  # type: ignore[attr-defined]
     assert busy == {"wlan0", "wwan0", "wlan1", "eth1"}
