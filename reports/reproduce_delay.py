@@ -7,6 +7,7 @@ docs/metrics.md), so the interval is over repetitions, as every other cell of a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ def delay_rows(results: Results) -> list[dict[str, str]]:
         row = {"variant": str(variant), "runs": str(int(group[first].notna().sum()))}
         for column, label in QUANTILES:
             ci = summary_ci(group[column].astype(float) * 1000)
-            interval = "" if ci.low != ci.low else f" [{sig(ci.low)}, {sig(ci.high)}]"
+            interval = "" if math.isnan(ci.low) else f" [{sig(ci.low)}, {sig(ci.high)}]"
             row[f"{label} ms"] = f"{sig(ci.mean)}{interval}"
         rows.append(row)
     return rows
