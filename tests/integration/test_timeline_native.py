@@ -145,7 +145,11 @@ def test_the_shipped_events_campaign(events_run: Path) -> None:
     # 8 walk steps x 2 directions, link down and up, 2 directions of the set, 2 handover lines
     assert (timing["changes"], timing["failed"]) == (22, [])
     (cell,) = subflows(events_run, "cell").values()
-    assert cell[2:4] == [0.0, 0.0] and min(cell[5:8]) > 5, cell  # down at 2 s, up at 4 s
+    assert cell[2:4] == [0.0, 0.0], cell  # down at 2 s
+    # up at 4 s: the subflow resumes at its next backed-off retransmission (RTOs of about
+    # 0.3, 0.6, 1.2, 2.4 s from 2 s, so anywhere from 4 s to about 6.5 s) and slow-starts
+    # from one segment; by 7 s it carries its share again.
+    assert max(cell[4:7]) > 0 and cell[7] > 5, cell
     assert 0.75 * 5 <= cell[9] <= 1.25 * 5, cell  # set to 5 Mbit/s at 8 s
     old, new = sorted(subflows(events_run, "wifi").values(), key=lambda s: -s[0])
     assert old[0] > 10 and old[7:] == [0.0] * 3, old  # the handover at 6 s removed it
