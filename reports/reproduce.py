@@ -22,7 +22,7 @@ from mprig.errors import UsageError
 from reports.paperplans import PAPERS, Comparison, PaperPlan
 from reports.reproduce_delay import delay_lines
 from reports.results import fmt_value
-from reports.tables import sig
+from reports.tables import markdown_table, sig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,16 +115,6 @@ def finding_lines(rows: list[dict[str, str]], comp: Comparison) -> list[str]:
                 f"against {row[base_key]} Mbit/s for {comp.baseline}: {side} it ({value} %)"
             )
     return out
-
-
-def markdown_table(rows: list[dict[str, str]]) -> list[str]:
-    """Rows of equal keys as a Markdown table."""
-    if not rows:
-        return []
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(r.get(k, "") for k in keys) + " |" for r in rows]
-    return lines
 
 
 def check_lines(checks: list[Check]) -> list[str]:
@@ -249,7 +239,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
         )
         lines += [*(markdown_table(rows) or ["(no complete runs)"]), ""]
         lines += [*finding_lines(rows, comp), ""] if rows else []
-    lines += delay_lines(r, markdown_table)
+    lines += delay_lines(r)
     if o.checks:
         lines += ["### Against the paper (reports/references)", "", *check_lines(o.checks), ""]
     return lines

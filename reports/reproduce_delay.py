@@ -8,11 +8,10 @@ docs/metrics.md), so the interval is over repetitions, as every other cell of a 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from reports.stats import summary_ci
-from reports.tables import sig
+from reports.tables import markdown_table, sig
 
 if TYPE_CHECKING:
     from reports.results import Results
@@ -48,11 +47,8 @@ def delay_rows(results: Results) -> list[dict[str, str]]:
     return rows
 
 
-def delay_lines(
-    results: Results, markdown_table: Callable[[list[dict[str, str]]], list[str]]
-) -> list[str]:
-    """The section: a title, what the numbers are, the table (rendered by the report's
-    MARKDOWN_TABLE); nothing without block runs."""
+def delay_lines(results: Results) -> list[str]:
+    """The section: a title, what the numbers are, the table; nothing without block runs."""
     rows = delay_rows(results)
     if not rows:
         return []

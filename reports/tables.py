@@ -15,6 +15,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def markdown_table(rows: list[dict[str, str]]) -> list[str]:
+    """Rows of equal keys as a Markdown table."""
+    if not rows:
+        return []
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(r.get(k, "") for k in keys) + " |" for r in rows]
+    return lines
+
+
 @dataclass(frozen=True)
 class Display:
     """How a metric column is shown: label with unit, scale from the stored unit, digits."""
