@@ -119,7 +119,7 @@ WHY_SEED = "a 32-bit seed"
 
 
 # Calibrations of the Wi-Fi channel model, one per paper (mprig/campaign/wifi.py CALIBRATIONS).
-ChannelModel = Literal["ns3-default", "seed000", "seed003"]
+ChannelModel = Literal["ns3-default", "paper000", "paper003"]
 
 
 @dataclass(frozen=True)

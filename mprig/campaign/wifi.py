@@ -270,6 +270,9 @@ def link(
 
 # --- calibrations, one per paper (issue 15 part 6) -------------------------------------
 #
+# Named by paper, paperNNN (issue 20 part 3; `seedNNN`, the old spelling, is respelled by
+# mprig/campaign/spec_spelling.py: "seed" is also the random seed).
+#
 # The papers state their PHY modes, rates and distances, and seed 003 its propagation
 # (log-distance, PL(1 m) = 46.67 dB, Nakagami); neither states the path-loss exponent, the
 # one free parameter. Each calibration fits it to what its own paper publishes about the
@@ -282,8 +285,8 @@ NS3_DEFAULT = Radio()
 """The historical default (n = 2.2), kept for campaigns that do not pick a calibration.
 It is seed 003's fit (below); see the module docstring for its sources."""
 
-SEED000 = Radio(exponent=2.06)
-"""Seed 000 (PR-R, Alheid et al.): two 11g links at a fixed 54 Mbit/s, 10..100 m. The
+PAPER000 = Radio(exponent=2.06)
+"""Paper 000 (PR-R, Alheid et al.): two 11g links at a fixed 54 Mbit/s, 10..100 m. The
 paper states no propagation model; the same authors' NS-3 setup of seed 003 (46.67 dB at
 1 m, Nakagami, NS-3 radio defaults) is kept, and the exponent is fitted to Table III's
 link utilisation (subflow throughput / 54 Mbit/s): 12.26-19.88 % at 50 m, 8.62-13.69 % at
@@ -295,8 +298,8 @@ capacities). TCP close to the AP stays at 14.5 Mbit/s (26.8 %), inside the paper
 scenario 2 text ("15 Mbps ... maximum of a single TCP over one link"). With the default
 n = 2.2 the 70 m ceiling is 6.1 %, under every Table III row at 70 m."""
 
-SEED003 = Radio(exponent=2.2)
-"""Seed 003 (Alheid et al., WD 2016): 11g at 54 or 6 Mbit/s (64QAM 3/4, BPSK 1/2) and 11b
+PAPER003 = Radio(exponent=2.2)
+"""Paper 003 (Alheid et al., WD 2016): 11g at 54 or 6 Mbit/s (64QAM 3/4, BPSK 1/2) and 11b
 at 2 Mbit/s (HR/DSSS), 10..100 m, log-distance PL = 10 n log10(d / 1 m) + 46.67 dB
 (NS-3's default reference loss 46.6777 dB, which 46.67 truncates), Nakagami fading (NS-3
 defaults), isotropic antennas (0 dBi: no antenna gain term). n = 2.2 fits what the paper
@@ -308,8 +311,8 @@ room for scenario 4's 4-5 Mbit/s); scenario 1's gains "for distances of less tha
 
 CALIBRATIONS: dict[str, Radio] = {
     "ns3-default": NS3_DEFAULT,
-    "seed000": SEED000,
-    "seed003": SEED003,
+    "paper000": PAPER000,
+    "paper003": PAPER003,
 }
 
 

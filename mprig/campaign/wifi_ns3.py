@@ -22,13 +22,13 @@ ORACLE_DIR = Path(__file__).resolve().parents[2] / "reports" / "references" / "n
 
 SWEEPS: dict[str, str] = {
     # CSV stem -> the calibration of mprig/campaign/wifi.py it checks
-    "seed000-11g-54": "seed000",
-    "seed003-11g-54": "seed003",
-    "seed003-11g-6": "seed003",
-    "seed003-11b-2": "seed003",
-    "seed003-11g-54-nopd": "seed003",
-    "seed003-11g-6-nopd": "seed003",
-    "seed003-11b-2-nopd": "seed003",
+    "paper000-11g-54": "paper000",
+    "paper003-11g-54": "paper003",
+    "paper003-11g-6": "paper003",
+    "paper003-11b-2": "paper003",
+    "paper003-11g-54-nopd": "paper003",
+    "paper003-11g-6-nopd": "paper003",
+    "paper003-11b-2-nopd": "paper003",
     "ideal-11g": "ns3-default",
 }
 """Sweeps compared with the model. minstrel-11g.csv is committed for reference only: the

@@ -26,7 +26,7 @@ CAMPAIGN = """\
 name: ns3native
 rig: {mode: native}
 paths:
-  - {name: wifi, kind: wifi, engine: ns3, distance_m: 20, rate_mbit: 6, channel_model: seed003}
+  - {name: wifi, kind: wifi, engine: ns3, distance_m: 20, rate_mbit: 6, channel_model: paper003}
 variants:
   - {name: tcp, protocol: tcp, path: wifi}
 traffic: {tool: iperf3, duration_s: 2}

@@ -82,7 +82,7 @@ SUMMARY_LINE = (
 
 def ns3_campaign() -> Any:
     text = NS3_PATH.replace(
-        "    rate_mbit: 54\n", "    rate_mbit: 54\n    channel_model: seed003\n"
+        "    rate_mbit: 54\n", "    rate_mbit: 54\n    channel_model: paper003\n"
     )
     return parse_campaign(text, "t.yaml")
 

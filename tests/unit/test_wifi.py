@@ -199,22 +199,22 @@ def test_default_calibration_is_unchanged_without_a_channel_model() -> None:
     assert round(_capacity_pct(70.0, None), 1) == 6.1  # the ceiling issue 15 names
 
 
-def test_seed000_calibration_reaches_table_iii_lu_at_50_and_70_m() -> None:
+def test_paper000_calibration_reaches_table_iii_lu_at_50_and_70_m() -> None:
     """Seed 000 Table III: LU 12.26-19.88 % at 50 m and 8.62-13.69 % at 70 m (subflow
     throughput / 54 Mbit/s). The model's ceiling must hold every row, and the best rows
     (PR-R) take the same share of it at both distances (the fit)."""
-    c50, c70 = _capacity_pct(50.0, "seed000"), _capacity_pct(70.0, "seed000")
+    c50, c70 = _capacity_pct(50.0, "paper000"), _capacity_pct(70.0, "paper000")
     assert (c50 >= 19.88, c70 >= 13.69) == (True, True)
     assert 19.88 / c50 == pytest.approx(13.69 / c70, abs=0.015)
     assert 0.8 < 13.69 / c70 < 0.95  # not a ceiling so high that every row is easy
-    assert round(_capacity_pct(10.0, "seed000"), 1) == 26.8  # TCP at most ~15 Mbit/s
+    assert round(_capacity_pct(10.0, "paper000"), 1) == 26.8  # TCP at most ~15 Mbit/s
 
 
-def test_seed003_calibration_holds_its_stated_values() -> None:
+def test_paper003_calibration_holds_its_stated_values() -> None:
     """Seed 003: TCP over 11g at most about 15 Mbit/s (10 m); at more than 80 m the 54 Mbit/s
     mode carries below 1 Mbit/s while the 6 Mbit/s 11g and 2 Mbit/s 11b modes still carry
     (scenario 4: 4-5 Mbit/s from 11g 6 + 11b 2)."""
-    radio = wifi.radio_for("seed003")
+    radio = wifi.radio_for("paper003")
     g54 = {d: wifi.link(d, "11g", 54.0, radio=radio).goodput_mbit for d in (10, 90, 100)}
     assert (round(g54[10], 1), g54[90] < 1.0, g54[100] < 1.0) == (14.5, True, True)
     s4 = [
@@ -225,7 +225,7 @@ def test_seed003_calibration_holds_its_stated_values() -> None:
     assert [s > 5.0 for s in s4] == [True, True]  # the ceiling holds the 4-5 Mbit/s
 
 
-def test_no_single_exponent_fits_seed000_and_seed003() -> None:
+def test_no_single_exponent_fits_paper000_and_paper003() -> None:
     """What makes the calibration per paper: seed 000 needs 70 m >= 13.69 % LU, seed 003
     needs the 54 Mbit/s mode below 1 Mbit/s at 90 m."""
     fits = [
@@ -245,10 +245,10 @@ def test_netem_for_path_uses_the_paths_channel_model() -> None:
     d = Direction(rate_mbit=54.0, delay_ms=10.0)
     path = Path(
         name="wifi1", kind="wifi", down=d, up=d, distance_m=70.0, wifi_standard="11g",
-        channel_model="seed000",
+        channel_model="paper000",
     )  # fmt: skip
     rate, _ = wifi.netem_for_path(path)
-    expected = wifi.link(70.0, "11g", 54.0, radio=wifi.radio_for("seed000")).netem_rate_mbit
+    expected = wifi.link(70.0, "11g", 54.0, radio=wifi.radio_for("paper000")).netem_rate_mbit
     assert rate == pytest.approx(expected)
     assert rate > wifi.netem_for_path(_wifi_path(70.0))[0] * 2
 
@@ -256,8 +256,8 @@ def test_netem_for_path_uses_the_paths_channel_model() -> None:
 def test_channel_model_is_for_wifi_paths_only() -> None:
     d = Direction(rate_mbit=10.0)
     with pytest.raises(ValueError, match="is for Wi-Fi paths"):
-        Path(name="cell", kind="cellular", down=d, up=d, channel_model="seed000")
+        Path(name="cell", kind="cellular", down=d, up=d, channel_model="paper000")
     with pytest.raises(ValueError, match="channel_model"):
         Path.model_validate(
-            {"name": "w", "kind": "wifi", "rate_mbit": 54, "channel_model": "seed999"}
+            {"name": "w", "kind": "wifi", "rate_mbit": 54, "channel_model": "paper999"}
         )

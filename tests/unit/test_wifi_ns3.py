@@ -70,13 +70,13 @@ def points() -> list[wifi_ns3.Point]:
 
 
 def test_parse_sweep_reads_command_version_and_rows() -> None:
-    sweep = wifi_ns3.parse_sweep("seed003-11b-2", SMALL_SWEEP)
+    sweep = wifi_ns3.parse_sweep("paper003-11b-2", SMALL_SWEEP)
     assert (sweep.args, sweep.version, len(sweep.rows)) == (
         {"standard": "11b", "rate": "2", "exponent": "2.2", "distances": "10", "runs": "2"},
         "3.37-2",
         2,
     )
-    [point] = wifi_ns3.compare(sweep, wifi.SEED003)
+    [point] = wifi_ns3.compare(sweep, wifi.PAPER003)
     assert (point.n, round(point.ns3_goodput_mbit, 3), round(point.ns3_delivery, 3)) == (
         2,
         1.4,
@@ -85,9 +85,9 @@ def test_parse_sweep_reads_command_version_and_rows() -> None:
 
 
 def test_sweep_of_another_calibration_is_refused() -> None:
-    sweep = wifi_ns3.parse_sweep("seed003-11b-2", SMALL_SWEEP)
+    sweep = wifi_ns3.parse_sweep("paper003-11b-2", SMALL_SWEEP)
     with pytest.raises(ValueError, match=r"ran n = 2.2.*n = 2.06.*make ns3-oracle"):
-        wifi_ns3.compare(sweep, wifi.SEED000)
+        wifi_ns3.compare(sweep, wifi.PAPER000)
 
 
 def test_every_sweep_ran_its_calibration_at_ten_distances() -> None:
@@ -130,6 +130,6 @@ def test_doc_table_is_the_committed_comparison(points: list[wifi_ns3.Point]) -> 
 
 
 def test_goodput_error_is_relative_to_ns3() -> None:
-    sweep = wifi_ns3.parse_sweep("seed003-11b-2", SMALL_SWEEP)
-    [point] = wifi_ns3.compare(sweep, wifi.SEED003)
+    sweep = wifi_ns3.parse_sweep("paper003-11b-2", SMALL_SWEEP)
+    [point] = wifi_ns3.compare(sweep, wifi.PAPER003)
     assert math.isclose(point.goodput_error, (point.model_goodput_mbit - 1.4) / 1.4)
