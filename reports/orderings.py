@@ -148,9 +148,9 @@ def _ours(c: Check | None) -> str:
     return f"{sig(c.ours)} [{sig(c.low)}, {sig(c.high)}]"
 
 
-def judge_all(seed: str, checks: list[Check]) -> list[Judged]:
+def judge_all(paper: str, checks: list[Check]) -> list[Judged]:
     by_id = {c.id: c for c in checks}
-    return [judge(o, by_id) for o in ORDERINGS.get(seed, ())]
+    return [judge(o, by_id) for o in ORDERINGS.get(paper, ())]
 
 
 def lines(judged: list[Judged]) -> list[str]:

@@ -24,7 +24,7 @@ class Comparison:
 class PaperPlan:
     """What reproducing one paper means on this rig."""
 
-    seed: str
+    paper: str  # its id, 000..004 (shared PAPERS.md)
     title: str
     campaigns: tuple[str, ...]
     comparisons: tuple[Comparison, ...]

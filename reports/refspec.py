@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mprig.errors import SpecError
 
@@ -78,7 +78,9 @@ class Requires(_Strict):
 class Paper(_Strict):
     """The paper a file's references come from."""
 
-    seed: str = Field(pattern=r"^[0-9]{3}$")  # id in shared PAPERS.md
+    # id in shared PAPERS.md (000..004); `seed`, its old name, is still read: committed
+    # files and users' own reference files were written with it (issue 20 part 3)
+    id: str = Field(pattern=r"^[0-9]{3}$", validation_alias=AliasChoices("id", "seed"))
     title: str
     cite: str = ""  # authors, venue, year
 

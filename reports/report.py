@@ -155,7 +155,7 @@ def check_rows(checks: Iterable[Check]) -> list[dict[str, str]]:
         rows.append(
             {
                 "id": c.id,
-                "paper": f"{e.paper.seed} {e.paper.title}" if e else "",
+                "paper": f"{e.paper.id} {e.paper.title}" if e else "",
                 "source": e.ref.source if e else "",
                 "setup": e.ref.setup if e else "",
                 "paper_value": tb.fmt(e.ref.value, 2) if e else "",

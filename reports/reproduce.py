@@ -207,11 +207,11 @@ def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...]
     """The reproduction report of one paper, as Markdown."""
     from reports import orderings
 
-    lines = [f"# Reproduction of seed {plan.seed}: {plan.title}", ""]
+    lines = [f"# Reproduction of paper {plan.paper}: {plan.title}", ""]
     for o in outcomes:
         lines += _campaign_section(plan, o)
     lines += orderings.lines(
-        orderings.judge_all(plan.seed, [c for o in outcomes for c in o.checks])
+        orderings.judge_all(plan.paper, [c for o in outcomes for c in o.checks])
     )
     lines += ["## Setup differences", "", *[f"- {d}" for d in plan.differences], ""]
     lines += ["### Congestion control on this rig", "", *cc_lines(cc), ""]
@@ -226,7 +226,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
     name = f"{o.stem}-{o.profile}"
     lines = [f"## {name}", ""]
     if o.results is None:
-        cmd = f"mprig reproduce {plan.seed} --profile {o.profile} --run"
+        cmd = f"mprig reproduce {plan.paper} --profile {o.profile} --run"
         if not campaign_file(o.stem, o.profile).is_file():
             return [*lines, f"Not part of the {o.profile} profile: {o.missing}.", ""]
         return [*lines, f"No results: {o.missing}. Run `{cmd}`.", ""]
@@ -295,7 +295,7 @@ def run_campaigns(plan: PaperPlan, profile: str, results_root: Path) -> None:
         _mprig("collect", str(results_root / f"{stem}-{profile}"))
 
 
-def verdict_summary(seed: str, outcomes: list[CampaignOutcome]) -> dict[str, Any]:
+def verdict_summary(paper: str, outcomes: list[CampaignOutcome]) -> dict[str, Any]:
     """Verdict counts, in all and per campaign, and one record per reference checked."""
     from reports import orderings
     from reports.report import verdict_counts
@@ -303,7 +303,7 @@ def verdict_summary(seed: str, outcomes: list[CampaignOutcome]) -> dict[str, Any
     checks = [c for o in outcomes for c in o.checks]
     return {
         "counts": verdict_counts(checks),
-        "orderings": orderings.as_json(orderings.judge_all(seed, checks)),
+        "orderings": orderings.as_json(orderings.judge_all(paper, checks)),
         "campaigns": {f"{o.stem}-{o.profile}": verdict_counts(o.checks) for o in outcomes},
         "checks": [
             {
@@ -403,7 +403,7 @@ def write_reproduction(
     with fsio.atomic_path(out / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp)
     fsio.write_text(out / "metrics.csv", metrics.to_csv(index=False))
-    summary = {"seed": plan.seed, "profile": outcomes[0].profile if outcomes else ""}
+    summary = {"paper": plan.paper, "profile": outcomes[0].profile if outcomes else ""}
     env = {**summary, **environment(outcomes)}
     fsio.write_text(out / "environment.json", json.dumps(env, indent=1, sort_keys=True) + "\n")
     return write_judgement(plan, outcomes, cc, out)
@@ -418,22 +418,22 @@ def write_judgement(
 
     from mprig import fsio
 
-    summary = {"seed": plan.seed, "profile": outcomes[0].profile if outcomes else ""}
-    verdicts = {**summary, **verdict_summary(plan.seed, outcomes)}
+    summary = {"paper": plan.paper, "profile": outcomes[0].profile if outcomes else ""}
+    verdicts = {**summary, **verdict_summary(plan.paper, outcomes)}
     fsio.write_text(out / "verdicts.json", json.dumps(verdicts, indent=1) + "\n")
     text = render(plan, outcomes, cc) + "\n".join(_figure_lines(plan, outcomes, out))
     return fsio.write_text(out / "report.md", text)
 
 
-def reproduce(seed: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
-    """Optionally run a paper's campaigns, then write OUT/<seed>/ (core and full profiles)
-    or OUT/<seed>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
-    if seed not in PAPERS:
-        raise UsageError(f"seed {seed!r}: no such paper (papers: {', '.join(PAPERS)})")
-    plan = PAPERS[seed]
+def reproduce(paper: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
+    """Optionally run a paper's campaigns, then write OUT/<paper>/ (core and full profiles)
+    or OUT/<paper>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
+    if paper not in PAPERS:
+        raise UsageError(f"paper {paper!r}: no such paper (papers: {', '.join(PAPERS)})")
+    plan = PAPERS[paper]
     if run:
         run_campaigns(plan, profile, results_root)
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
     cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
-    name = seed if profile in COMMITTED else f"{seed}-{profile}"
+    name = paper if profile in COMMITTED else f"{paper}-{profile}"
     return write_reproduction(plan, outcomes, cc, out / name)

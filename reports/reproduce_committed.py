@@ -2,7 +2,7 @@
 rewritten from metrics.parquet and environment.json, without the results/ the runs wrote.
 
 A fix to the verdicts (reports/references.py) or to report.md then reaches
-reports/reproductions/<seed>/ without running the campaigns again. Judging goes through
+reports/reproductions/<paper>/ without running the campaigns again. Judging goes through
 the code `mprig reproduce` uses on results (references.load_for, reproduce.render); this
 module only rebuilds the `Results` each campaign's checks read:
 
@@ -17,7 +17,7 @@ module only rebuilds the `Results` each campaign's checks read:
 - the hosts' facts the checks read from run.json: the kernels of environment.json and
   the congestion controls every host of the campaign offered (environment.json
   `campaigns.<name>.congestion_controls`). A reproduction written before environment.json
-  recorded them is upgraded once: the seed's common ones (report.md's "Kernel offers"
+  recorded them is upgraded once: the paper's common ones (report.md's "Kernel offers"
   line) and the congestion control of every variant that completed a run here, which the
   kernel therefore offered (BPF ones are loaded for the campaigns that use them).
 """
@@ -33,7 +33,7 @@ from mprig.errors import UsageError
 from mprig.stack.knobs import AVAILABLE_CC
 from reports.paperplans import PAPERS
 from reports.reproduce import CampaignOutcome, campaign_file, write_judgement
-from reports.reproduce_html import Committed, campaign_runs, read
+from reports.reproduce_html import Committed, campaign_runs, paper_of, read
 from reports.results import Results
 
 if TYPE_CHECKING:
@@ -123,11 +123,11 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
     judged again (its environment upgraded in place where it lacks congestion controls)."""
     from reports import references
 
-    seed, profile = _paper(committed)
+    paper, profile = paper_of(committed), str(committed.verdicts.get("profile", ""))
     env, metrics = committed.environment, committed.metrics
     cc = congestion_controls(committed.root, env)
     out = []
-    for stem in PAPERS[seed].campaigns:
+    for stem in PAPERS[paper].campaigns:
         name = f"{stem}-{profile}"
         if not campaign_file(stem, profile).is_file():
             why = f"no {campaign_file(stem, profile).name}; `--profile full` runs it"
@@ -141,24 +141,15 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
     return out
 
 
-def _paper(committed: Committed) -> tuple[str, str]:
-    """The seed and profile verdicts.json names; UsageError for a seed mprig has no paper of."""
-    seed = str(committed.verdicts.get("seed", ""))
-    if seed not in PAPERS:
-        raise UsageError(
-            f"{committed.root / 'verdicts.json'}: seed {seed!r} is not a paper of mprig"
-        )
-    return seed, str(committed.verdicts.get("profile", ""))
-
-
 def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
     """ROOT/verdicts.json and report.md (and its figures) written again from ROOT's
     committed files (read once); environment.json gains the congestion controls when it
-    lacked them. Returns ROOT/report.md."""
+    lacked them, and names its paper "paper" where it said "seed" (read() upgrades it).
+    Returns ROOT/report.md."""
     from mprig import fsio
 
     committed = read(root)
-    seed, _ = _paper(committed)
+    paper = paper_of(committed)
     env = committed.environment
     cc = congestion_controls(root, env)
     found = outcomes(committed, results_root)
@@ -166,4 +157,4 @@ def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
     text = json.dumps(env, indent=1, sort_keys=True) + "\n"
     if text != (root / "environment.json").read_text():
         fsio.write_text(root / "environment.json", text)
-    return write_judgement(PAPERS[seed], found, cc, root)
+    return write_judgement(PAPERS[paper], found, cc, root)

@@ -1,4 +1,4 @@
-"""A paper reproduction as one self-contained HTML file (OUT/<seed>/report.html): verdict
+"""A paper reproduction as one self-contained HTML file (OUT/<paper>/report.html): verdict
 counts per campaign, the orderings the paper shows, every reference row (paper, ours with its
 95 % interval, window, unit, n, verdict, instrument), the paper's comparison tables, the
 figures, setup differences, environment and glossary.
@@ -58,7 +58,7 @@ VERDICT_TERMS = (
 class Committed:
     """One reproduction directory, as `mprig reproduce` writes it."""
 
-    root: Path  # reports/reproductions/<seed>/
+    root: Path  # reports/reproductions/<paper>/
     verdicts: dict[str, Any]  # verdicts.json: counts, orderings, campaigns, checks
     environment: dict[str, Any]  # environment.json: kernels, tools, rig modes, runs
     metrics: pd.DataFrame  # metrics.parquet: every run of the paper's campaigns
@@ -69,9 +69,26 @@ def _json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError(f"{path}: not found; `mprig reproduce PAPER` writes it")
     try:
-        return dict(json.loads(path.read_text()))
+        return upgraded(dict(json.loads(path.read_text())))
     except ValueError as e:
         raise UsageError(f"{path}: not JSON ({e})") from e
+
+
+def upgraded(doc: dict[str, Any]) -> dict[str, Any]:
+    """A verdicts.json or environment.json with its paper under "paper": those written
+    before issue 20 part 3 name it "seed", as the committed reproductions did."""
+    if "seed" not in doc or "paper" in doc:
+        return doc
+    return {("paper" if k == "seed" else k): v for k, v in doc.items()}
+
+
+def paper_of(committed: Committed) -> str:
+    """The paper verdicts.json names; UsageError for one mprig has no plan of."""
+    paper = str(committed.verdicts.get("paper", ""))
+    if paper not in PAPERS:
+        where = committed.root / "verdicts.json"
+        raise UsageError(f"{where}: paper {paper!r} is not a paper of mprig")
+    return paper
 
 
 def _figures(root: Path) -> tuple[tuple[str, Path], ...]:
@@ -171,9 +188,9 @@ def _ours(c: dict[str, Any] | None) -> str:
     return f"{sig(c['ours'])}{NBSP}{interval(c['low'], c['high'])}"
 
 
-def ordering_rows(seed: str, verdicts: dict[str, Any]) -> list[dict[str, Any]]:
+def ordering_rows(paper_id: str, verdicts: dict[str, Any]) -> list[dict[str, Any]]:
     """verdicts.json's orderings with the paper's values (reports/orderings.py) and ours."""
-    paper = {o.title: o.paper for o in orderings.ORDERINGS.get(seed, ())}
+    paper = {o.title: o.paper for o in orderings.ORDERINGS.get(paper_id, ())}
     checks = {c["id"]: c for c in verdicts["checks"]}
     return [
         {
@@ -238,7 +255,7 @@ def render(plan: PaperPlan, committed: Committed) -> str:
         counts=v["counts"],
         verdict_names=VERDICTS,
         campaigns=campaign_rows(v, committed.environment),
-        orderings=ordering_rows(plan.seed, v),
+        orderings=ordering_rows(plan.paper, v),
         compared=[r for r in rows if r["verdict"] != "not comparable"],
         not_comparable=[r for r in rows if r["verdict"] == "not comparable"],
         reasons=any(r["why"] for r in rows),  # verdicts.json before `reason`: no column
@@ -256,14 +273,11 @@ def render(plan: PaperPlan, committed: Committed) -> str:
 def write(root: Path) -> Path:
     """ROOT/report.html from ROOT's committed files; returns its path."""
     committed = read(root)
-    seed = str(committed.verdicts.get("seed", ""))
-    if seed not in PAPERS:
-        raise UsageError(f"{root / 'verdicts.json'}: seed {seed!r} is not a paper of mprig")
-    return fsio.write_text(root / "report.html", render(PAPERS[seed], committed))
+    return fsio.write_text(root / "report.html", render(PAPERS[paper_of(committed)], committed))
 
 
 def reproduction_dirs(reproductions: Path) -> list[Path]:
-    """The directories of REPRODUCTIONS that hold a verdicts.json, in seed order."""
+    """The directories of REPRODUCTIONS that hold a verdicts.json, in paper order."""
     return [d for d in sorted(reproductions.iterdir()) if (d / "verdicts.json").is_file()]
 
 

@@ -51,12 +51,12 @@ def test_a_row_without_an_interval_is_not_comparable_never_reproduced() -> None:
     assert orderings.judge_all("000", [])[0].verdict == "not comparable"
 
 
-@pytest.mark.parametrize("seed", sorted(orderings.ORDERINGS))
-def test_every_ordering_names_shipped_references_in_the_papers_order(seed: str) -> None:
+@pytest.mark.parametrize("paper", sorted(orderings.ORDERINGS))
+def test_every_ordering_names_shipped_references_in_the_papers_order(paper: str) -> None:
     entries = refspec.load_all()
-    for o in orderings.ORDERINGS[seed]:
+    for o in orderings.ORDERINGS[paper]:
         values = [entries[i].ref.value for i in o.ids]  # KeyError: an unknown id
-        assert all(e.paper.seed == seed for e in (entries[i] for i in o.ids))
+        assert all(e.paper.id == paper for e in (entries[i] for i in o.ids))
         assert values == sorted(values, reverse=True), o.title  # the paper's own order
 
 

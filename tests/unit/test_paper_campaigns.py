@@ -172,13 +172,13 @@ def _short(axis: str) -> str:
     return short_axis(f"param.{axis}")
 
 
-@pytest.mark.parametrize("seed", ["000", "001", "002", "003", "004"])
-def test_reproduce_plans_name_real_campaigns_axes_and_variants(seed: str) -> None:
+@pytest.mark.parametrize("paper", ["000", "001", "002", "003", "004"])
+def test_reproduce_plans_name_real_campaigns_axes_and_variants(paper: str) -> None:
     from reports import paperplans
 
-    plan = paperplans.PAPERS[seed]
-    # every campaign file of the seed, so `mprig reproduce` runs and reports each one
-    assert sorted(plan.campaigns) == [s for s in STEMS if s.startswith(f"{seed}-")]
+    plan = paperplans.PAPERS[paper]
+    # every campaign file of the paper, so `mprig reproduce` runs and reports each one
+    assert sorted(plan.campaigns) == [s for s in STEMS if s.startswith(f"{paper}-")]
     for comp in plan.comparisons:
         campaign = _load(f"{comp.campaign}-quick.yaml")
         assert campaign.sweep is not None
@@ -261,11 +261,11 @@ def test_render_without_results_says_how_to_run_and_lists_differences() -> None:
     assert "| 11g 54 | 90 |" in text and "## Setup differences" in text
 
 
-def test_reproduce_refuses_an_unknown_seed_and_names_the_papers() -> None:
+def test_reproduce_refuses_an_unknown_paper_and_names_the_papers() -> None:
     from mprig.errors import UsageError
     from reports import reproduce
 
-    with pytest.raises(UsageError, match=r"seed '009': no such paper \(papers: 000, 001, 002"):
+    with pytest.raises(UsageError, match=r"paper '009': no such paper \(papers: 000, 001, 002"):
         reproduce.reproduce("009", "quick", Path("results"), Path("/nonexistent"), run=False)
 
 

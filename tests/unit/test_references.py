@@ -26,7 +26,7 @@ def shipped() -> dict[str, refspec.Entry]:
 
 def test_every_shipped_reference_loads() -> None:
     entries = shipped()
-    per_paper = Counter(e.paper.seed for e in entries.values())
+    per_paper = Counter(e.paper.id for e in entries.values())
     # 000: Table I 6, Tables III+IV 48, text 10; 003: Tables III+IV 120, text 11; ...
     assert dict(per_paper) == {"000": 64, "001": 3, "002": 10, "003": 131, "004": 22}
 
@@ -55,7 +55,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 HEADER = (
-    "paper: {seed: '000', title: T}\ntolerance: t\n"
+    "paper: {id: '000', title: T}\ntolerance: t\n"
     "tolerances: {t: {rel: 0.5, basis: reading, why: read off a figure}}\nreferences:\n"
 )
 
@@ -70,10 +70,18 @@ def test_unknown_key_is_rejected_with_file_and_line(tmp_path: Path) -> None:
     assert str(e.value) == f"{path}:10: references.0.colour: Extra inputs are not permitted"
 
 
+def test_a_papers_id_under_its_old_name_seed_still_loads(tmp_path: Path) -> None:
+    """Reference files written before issue 20 part 3, users' own among them, name the
+    paper's id `seed`."""
+    old = HEADER.replace("{id: '000'", "{seed: '000'")
+    path = write(tmp_path, old + "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n")
+    assert [e.paper.id for e in refspec.load_file(path)] == ["000"]
+
+
 def test_a_tolerance_gives_one_width_and_its_reason(tmp_path: Path) -> None:
     path = write(
         tmp_path,
-        "paper: {seed: '000', title: T}\ntolerance: t\ntolerances:\n"
+        "paper: {id: '000', title: T}\ntolerance: t\ntolerances:\n"
         "  t: {abs: 1, rel: 0.1, basis: reading, why: read off a figure}\nreferences:\n"
         "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n",
     )
@@ -126,7 +134,7 @@ def entry(tolerance: refspec.Tolerance | None = None, **fields: object) -> refsp
     """A reference built in the test (the synthetic campaign's variants are uncoupled)."""
     ref = refspec.Reference.model_validate({"id": "t-ref", "source": "s", "unit": "u", **fields})
     tol = tolerance or refspec.Tolerance(abs=5, basis="reading", why="a test's own window")
-    return refspec.Entry(ref, refspec.Paper(seed="000", title="T"), tol, "x.yaml:1")
+    return refspec.Entry(ref, refspec.Paper(id="000", title="T"), tol, "x.yaml:1")
 
 
 def test_ours_is_the_mean_of_per_repetition_values() -> None:
@@ -234,7 +242,7 @@ def test_gain_pct_is_a_ratio_of_means_with_n_per_side(synth: results.Results) ->
     assert c.low < gain < c.high and c.window == (-25, -15)
 
 
-def test_rcvbuf_rule_of_seed_004() -> None:
+def test_rcvbuf_rule_of_paper_004() -> None:
     wifi = {
         "name": "w",
         "kind": "wifi",
@@ -317,7 +325,7 @@ def test_conditions_select_exactly_one_variant_per_side(campaign: str) -> None:
 
 
 def test_mptcp_rows_name_the_protocol_and_the_papers_coupling() -> None:
-    """Conditions on a method name the protocol; seeds 000, 001 and 003 name the coupling
+    """Conditions on a method name the protocol; papers 000, 001 and 003 name the coupling
     their paper ran (000: coupled; 003: per column)."""
     missing = []
     for ref_id, e in shipped().items():
@@ -326,7 +334,7 @@ def test_mptcp_rows_name_the_protocol_and_the_papers_coupling() -> None:
             method = {"recovery", "cc", "path_manager", "mechanisms"} & set(c)
             if method and "protocol" not in c:
                 missing.append((ref_id, "protocol"))
-            paper_coupled = e.paper.seed in ("000", "003") and c.get("protocol") == "mptcp"
+            paper_coupled = e.paper.id in ("000", "003") and c.get("protocol") == "mptcp"
             if method and paper_coupled and "coupling" not in c:
                 missing.append((ref_id, "coupling"))
     assert missing == []
@@ -355,7 +363,7 @@ def test_every_bound_has_a_floor_or_a_ceiling() -> None:
 def test_an_at_most_bound_without_a_floor_is_rejected(tmp_path: Path) -> None:
     path = write(
         tmp_path,
-        "paper: {seed: '000', title: T}\ntolerance: t\n"
+        "paper: {id: '000', title: T}\ntolerance: t\n"
         "tolerances: {t: {rel: 0.1, basis: reading, why: read off a figure}}\nreferences:\n"
         "- id: aaa-1\n  source: s\n  metric: m\n  unit: u\n  value: 1\n  kind: at_most\n",
     )
@@ -448,8 +456,8 @@ def _digest() -> str:
 def quoted() -> dict[str, float]:
     """Reference id -> the value the digest quotes, parsed from its table lines."""
     text, out = _digest(), {}
-    seed = re.split(r"^## ", text, flags=re.M)
-    s000, s003, s004 = (next(p for p in seed if p.startswith(k)) for k in ("000", "003", "004"))
+    sections = re.split(r"^## ", text, flags=re.M)
+    s000, s003, s004 = (next(p for p in sections if p.startswith(k)) for k in ("000", "003", "004"))
     table1 = re.sub(r"Linux (\d+) %, NS-3 (\d+) %", r"\1 %, \2 %", s000)
     for delay, linux, ns3 in re.findall(r"(\d+) ms: (\d+) %, (\d+) %", table1):
         out[f"000-t1-linux-{delay}ms"], out[f"000-t1-ns3-{delay}ms"] = float(linux), float(ns3)
@@ -481,7 +489,7 @@ def test_every_table_value_is_the_digests() -> None:
     assert {i: shipped()[i].ref.value for i in q} == q
 
 
-def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
+def test_the_paper_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
     assert "max 5 Mbit/s" in _digest() and "/ 15 Mbit/s" in _digest()  # both quoted
     assert [shipped()[i].ref.value for i in ("000-text-s1-tcp-max", "000-text-s2-tcp-max")] == [
         15,
@@ -491,7 +499,7 @@ def test_the_seed_000_tcp_maximum_is_15_and_the_file_says_why() -> None:
     assert "15 is taken" in header and "12.26 % of 54 Mbit/s" in header
 
 
-def test_seed_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
+def test_paper_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
     """Each Co-CC and FC-CC row of Tables III and IV meets the variant of its method and
     coupling (FC-CC: BPF fccc; TCP-DOOR with Co-CC: cc tcpdoor_lia). The quick profile runs
     FC-CC with NoPR and D-SACK only; TCP-DOOR's FC-CC rows meet the full profile's
@@ -516,7 +524,7 @@ def test_seed_003_coupled_and_fully_coupled_rows_meet_their_variant() -> None:
 
 
 @pytest.mark.parametrize("scenario", [1, 2, 3, 4])
-def test_seed_003_tcpdoor_fully_coupled_rows_meet_tcpdoor_fccc(scenario: int) -> None:
+def test_paper_003_tcpdoor_fully_coupled_rows_meet_tcpdoor_fccc(scenario: int) -> None:
     """TCP-DOOR under FC-CC is BPF door_fccc (cc tcpdoor_fccc): the rows of Tables III and IV
     meet that variant of the full campaign and no other (not fccc with another recovery)."""
     res = paper_results(f"003-scenario{scenario}-full")
@@ -579,7 +587,7 @@ def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
             expected = "contradicted" if outside else "uninformative"
             assert (c["verdict"], lo <= e.ref.null_value <= hi) == (expected, True)
             seen += 1
-    assert seen >= 4  # seed 000's OOO-BO rows at 70 m at least
+    assert seen >= 4  # paper 000's OOO-BO rows at 70 m at least
 
 
 def judged(e: refspec.Entry, values: list[float]) -> refs.Check:

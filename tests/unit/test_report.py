@@ -81,7 +81,7 @@ def test_summary_table_mean_and_t_interval() -> None:
     ]
 
 
-def test_paper_table_is_seed_000_table_iii_layout() -> None:
+def test_paper_table_is_paper_000_table_iii_layout() -> None:
     t = tb.paper_table(handmade())
     assert t is not None
     assert t.display.values.tolist() == [

@@ -12,19 +12,37 @@ import pytest
 from reports import reproduce_committed
 from reports.reproduce import REPRODUCTIONS
 
-SEEDS = sorted(p.parent.name for p in REPRODUCTIONS.glob("*/verdicts.json"))
+PAPERS = sorted(p.parent.name for p in REPRODUCTIONS.glob("*/verdicts.json"))
 JUDGED = ("verdicts.json", "report.md", "environment.json")
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("paper", PAPERS)
 def test_a_committed_reproduction_is_judged_again_to_the_same_bytes(
-    seed: str, tmp_path: Path
+    paper: str, tmp_path: Path
 ) -> None:
-    root = tmp_path / seed
-    shutil.copytree(REPRODUCTIONS / seed, root)
+    root = tmp_path / paper
+    shutil.copytree(REPRODUCTIONS / paper, root)
     assert reproduce_committed.rejudge(root) == root / "report.md"
     for name in JUDGED:
-        assert (root / name).read_text() == (REPRODUCTIONS / seed / name).read_text(), name
+        assert (root / name).read_text() == (REPRODUCTIONS / paper / name).read_text(), name
+
+
+def test_a_reproduction_that_names_its_paper_seed_is_judged_again_as_paper(
+    tmp_path: Path,
+) -> None:
+    """Reproductions committed before issue 20 part 3 name their paper "seed" in
+    verdicts.json and environment.json; judged again, they say "paper" as 004 now does."""
+    import json
+
+    root = tmp_path / "004"
+    shutil.copytree(REPRODUCTIONS / "004", root)
+    for name in ("verdicts.json", "environment.json"):
+        doc = json.loads((root / name).read_text())
+        old = {("seed" if k == "paper" else k): v for k, v in doc.items()}
+        (root / name).write_text(json.dumps(old))
+    reproduce_committed.rejudge(root)
+    for name in JUDGED:
+        assert (root / name).read_text() == (REPRODUCTIONS / "004" / name).read_text(), name
 
 
 def test_a_run_the_campaign_no_longer_plans_is_refused(tmp_path: Path) -> None:

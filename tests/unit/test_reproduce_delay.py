@@ -45,7 +45,7 @@ def test_runs_without_blocks_make_no_table(tmp_path: Path) -> None:
     assert delay_rows(load(ps.write(tmp_path / "fig4", "004-fig4-core"))) == []
 
 
-def test_the_seed_004_core_report_has_the_fig7_delay_table(tmp_path: Path) -> None:
+def test_the_paper_004_core_report_has_the_fig7_delay_table(tmp_path: Path) -> None:
     results = tmp_path / "results"
     ps.write(results / "004-fig7-core", "004-fig7-core", blocks)
     text = reproduce.reproduce("004", "core", results, tmp_path / "out", run=False).read_text()

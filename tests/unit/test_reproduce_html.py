@@ -1,6 +1,6 @@
 """A reproduction's HTML report (reports/reproduce_html.py), rendered from the files a
 reproduction commits: verdicts.json, environment.json, metrics.parquet, figures/ and
-report.md. Built on a small hand-written reproduction of seed 000, so each cell's value is
+report.md. Built on a small hand-written reproduction of paper 000, so each cell's value is
 known; the committed reproductions must carry an up-to-date report.html."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from mprig.errors import UsageError
-from reports import paperplans, reproduce, reproduce_html
+from reports import paperplans, reproduce, reproduce_docs, reproduce_html
 
 SECTIONS = [
     "verdicts",
@@ -38,7 +38,7 @@ def _check(ref_id: str, verdict: str, ours: float | None, n: int, **kw: object) 
 
 
 VERDICTS = {
-    "seed": "000",
+    "paper": "000",
     "profile": "core",
     "counts": {
         "reproduced": 0,
@@ -84,7 +84,7 @@ VERDICTS = {
     ],
 }
 ENVIRONMENT = {
-    "seed": "000",
+    "paper": "000",
     "profile": "core",
     "acceleration": ["unrecorded"],
     "campaigns": {"000-table1-core": {"complete": 12, "runs": 12}},
@@ -221,11 +221,25 @@ def test_write_all_renders_every_reproduction_directory(tmp_path: Path) -> None:
     assert (tmp_path / "000" / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
-@pytest.mark.parametrize("seed", sorted(p.name for p in reproduce.REPRODUCTIONS.iterdir()))
-def test_a_committed_reproduction_has_a_current_report_html(seed: str) -> None:
+def test_files_that_name_the_paper_seed_are_still_read(tmp_path: Path) -> None:
+    """verdicts.json and environment.json named their paper "seed" until issue 20 part 3,
+    and reproductions were committed so."""
+    d = write_fixture(tmp_path)
+    for name, doc in (("verdicts.json", VERDICTS), ("environment.json", ENVIRONMENT)):
+        old = {("seed" if k == "paper" else k): v for k, v in doc.items()}
+        (d / name).write_text(json.dumps(old))
+    committed = reproduce_html.read(d)
+    assert committed.verdicts["paper"] == committed.environment["paper"] == "000"
+    assert "seed" not in committed.verdicts and "seed" not in committed.environment
+    assert "Reproduction of paper 000:" in reproduce_html.write(d).read_text()
+    assert "| 000 | core |" in reproduce_docs.docs_section(tmp_path)
+
+
+@pytest.mark.parametrize("paper", sorted(p.name for p in reproduce.REPRODUCTIONS.iterdir()))
+def test_a_committed_reproduction_has_a_current_report_html(paper: str) -> None:
     """Like docs/papers.md, report.html is rendered from the committed files alone."""
-    d = reproduce.REPRODUCTIONS / seed
-    want = reproduce_html.render(paperplans.PAPERS[seed], reproduce_html.read(d))
+    d = reproduce.REPRODUCTIONS / paper
+    want = reproduce_html.render(paperplans.PAPERS[paper], reproduce_html.read(d))
     html = d / "report.html"
     assert html.is_file() and html.read_text() == want, "stale: run `make papers-docs`"
 

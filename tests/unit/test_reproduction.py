@@ -49,7 +49,7 @@ def test_the_directory_holds_metrics_report_environment_and_verdicts(written: Pa
 
 def test_environment_names_kernel_tools_and_rig_mode(written: Path) -> None:
     env = json.loads((written / "environment.json").read_text())
-    assert (env["seed"], env["profile"], env["kernels"], env["rig_modes"]) == (
+    assert (env["paper"], env["profile"], env["kernels"], env["rig_modes"]) == (
         "000",
         "full",
         ["6.12.0-synthetic"],
@@ -67,7 +67,7 @@ def test_environment_names_kernel_tools_and_rig_mode(written: Path) -> None:
 def test_verdict_counts_add_up_to_the_checks(written: Path) -> None:
     v = json.loads((written / "verdicts.json").read_text())
     assert list(v["counts"]) == list(VERDICTS)
-    assert sum(v["counts"].values()) == len(v["checks"]) == 64  # every reference of seed 000
+    assert sum(v["counts"].values()) == len(v["checks"]) == 64  # every reference of paper 000
     per = {k: sum(c.values()) for k, c in v["campaigns"].items()}
     assert sum(per.values()) == len(v["checks"])
     t1 = {c["id"]: c for c in v["checks"] if c["id"].startswith("000-t1-")}
@@ -120,12 +120,12 @@ def test_docs_section_reads_the_verdict_counts(written: Path, tmp_path: Path) ->
     assert reproduce_docs.update_docs(docs, written.parent) is False
 
 
-@pytest.mark.parametrize("seed", list(paperplans.PAPERS))
-def test_a_seeds_report_has_a_section_for_every_campaign_file(seed: str, tmp_path: Path) -> None:
-    """A campaign added to experiments/papers/ but not to the seed's plan would never run."""
-    report = reproduce.reproduce(seed, "quick", tmp_path / "results", tmp_path, run=False)
+@pytest.mark.parametrize("paper", list(paperplans.PAPERS))
+def test_a_papers_report_has_a_section_for_every_campaign_file(paper: str, tmp_path: Path) -> None:
+    """A campaign added to experiments/papers/ but not to the paper's plan would never run."""
+    report = reproduce.reproduce(paper, "quick", tmp_path / "results", tmp_path, run=False)
     sections = [line[3:] for line in report.read_text().splitlines() if line.startswith("## ")]
-    files = sorted(p.stem for p in reproduce.PAPERS_DIR.glob(f"{seed}-*-quick.yaml"))
+    files = sorted(p.stem for p in reproduce.PAPERS_DIR.glob(f"{paper}-*-quick.yaml"))
     assert sorted(s for s in sections if s.endswith("-quick")) == files
 
 
