@@ -124,18 +124,18 @@ reproduce: setup
 
 # Every paper's core profile: the cells of its headline claims at n = 5 (about 2 h on 2 cores
 # without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).
-# Writes reports/reproductions/<seed>/ for all five seeds and docs/papers.md's numbers.
+# Writes reports/reproductions/<paper>/ for all five papers and docs/papers.md's numbers.
 papers-core: setup
 	for paper in 000 001 002 003 004; do $(BIN)/mprig reproduce $$paper --profile core --run || exit 1; done
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
 # Re-renders, from the committed files alone (runs nothing), docs/papers.md's numbers and
-# every reports/reproductions/<seed>/report.html.
+# every reports/reproductions/<paper>/report.html.
 papers-docs: venv
 	$(BIN)/mprig reproduce --docs docs/papers.md --html
 
 # ns-3 as the oracle of the Wi-Fi model (issue 16): builds oracle/ns3/wifi_link against
-# Debian's libns3-dev 3.37 and runs the seeds' distance sweeps into reports/references/ns3/
+# Debian's libns3-dev 3.37 and runs the papers' distance sweeps into reports/references/ns3/
 # (about 6 minutes on one busy core). Not part of setup or test: tests read the committed CSVs.
 # Linked by library name, not pkg-config: ns3-*.pc names libgsl.so, which only libgsl-dev
 # ships, while the runtime library comes with libns3.37.

@@ -13,9 +13,9 @@ from mprig.campaign import wifi
 OUT = Path(__file__).with_name("wifi-model.png")
 DISTANCES = [float(d) for d in range(5, 151, 5)]
 CURVES = [  # (label, standard, fixed PHY rate or None for rate selection)
-    ("11g 54 Mbit/s (fixed, seeds 000/003)", "11g", 54.0),
-    ("11g 6 Mbit/s (fixed, seed 003 sc. 4)", "11g", 6.0),
-    ("11b 2 Mbit/s (fixed, seed 003 sc. 2-4)", "11b", 2.0),
+    ("11g 54 Mbit/s (fixed, papers 000/003)", "11g", 54.0),
+    ("11g 6 Mbit/s (fixed, paper 003 sc. 4)", "11g", 6.0),
+    ("11b 2 Mbit/s (fixed, paper 003 sc. 2-4)", "11b", 2.0),
     ("11g rate selection", "11g", None),
 ]
 

@@ -1,8 +1,8 @@
 """Figures of a campaign (matplotlib, no display needed): every paper metric and rate
-against each sweep axis with 95 % t error bars per variant (the seeds' layout), box plots
-per (variant, sweep point) (seed 003 Figs. 3-6), goodput against throughput, CDFs of
+against each sweep axis with 95 % t error bars per variant (the papers' layout), box plots
+per (variant, sweep point) (paper 003 Figs. 3-6), goodput against throughput, CDFs of
 per-run rates and of the OOO queue occupancy per time bin, and per-run time series of
-per-subflow cwnd and OOO queue occupancy (seed 000 Fig. 6) from the run's start.
+per-subflow cwnd and OOO queue occupancy (paper 000 Fig. 6) from the run's start.
 
 Each figure is written as PNG and SVG (reports/plotting.py); the HTML report embeds the PNG.
 The per-run time series are in reports/figures_timeseries.py."""
@@ -126,7 +126,7 @@ def axis_figure(results: Results, axis: str) -> Figure:
 
 def axis_figures(results: Results, out: Path) -> list[Plot]:
     """Every paper metric and rate against each sweep axis, one line with 95 % t error bars
-    per variant (the seeds' figure layout); no bar below n = 3."""
+    per variant (the papers' figure layout); no bar below n = 3."""
     shown = _axis_metrics(results)
     plots = []
     for i, axis in enumerate(results.axes):
@@ -250,7 +250,7 @@ def box_groups(results: Results, column: str) -> list[tuple[str, list[float]]]:
 
 
 def box_figure(results: Results, out: Path) -> Plot | None:
-    """Box plots per (variant, sweep point) (seed 003 Figs. 3-6): never pooled over points."""
+    """Box plots per (variant, sweep point) (paper 003 Figs. 3-6): never pooled over points."""
     shown = [d for d in RATE_METRICS if d.column in results.runs.columns]
     if not shown or results.complete.empty:
         return None

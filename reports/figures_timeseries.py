@@ -1,5 +1,5 @@
 """Per-run time-series figures of a report: per-subflow throughput (capture), srtt and cwnd
-(ss) and the OOO queue occupancy (capture) from the run's start (seed 000 Fig. 6), with the
+(ss) and the OOO queue occupancy (capture) from the run's start (paper 000 Fig. 6), with the
 run's events marked (ss retransmissions, RBPM actions, the timeline's changes).
 """
 

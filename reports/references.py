@@ -15,7 +15,7 @@ scale it into the paper's unit, the value and a tolerance with the reason for it
   the interval lies inside it or straddles its edge: such a window can never make a row
   reproduced, since a result inside it cannot tell the paper's effect from none; an
   interval wholly outside it is "contradicted" all the same;
-- "configuration check" when the metric is a configured quantity (seed 004's buffer
+- "configuration check" when the metric is a configured quantity (paper 004's buffer
   rule computed from the paths), which cannot fail by measurement: counted apart;
 - "not comparable" with the reason when no run, metric or kernel feature allows it.
 

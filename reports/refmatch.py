@@ -26,7 +26,7 @@ def _variant_paths(variant: dict[str, Any], paths: list[dict[str, Any]]) -> list
 
 
 def rcvbuf_rule_bytes(paths: list[dict[str, Any]], direction: str = "download") -> float:
-    """Seed 004's receive buffer rule: 2 x sum of path rates x the largest round trip."""
+    """Paper 004's receive buffer rule: 2 x sum of path rates x the largest round trip."""
     key = "down" if direction == "download" else "up"
     rate_bps = sum(float(p[key]["rate_mbit"]) * 1e6 for p in paths)
     rtt_s = max(

@@ -1,4 +1,4 @@
-"""Per-block application delay in a reproduction report (traffic tool `blocks`; seed 004
+"""Per-block application delay in a reproduction report (traffic tool `blocks`; paper 004
 Fig. 7): per variant, the mean over runs of each run's delay quantile with its 95 %
 interval, in milliseconds. Pure: results in, Markdown lines out.
 

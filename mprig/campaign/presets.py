@@ -1,7 +1,7 @@
 """Stack presets by the papers' names: reordering recovery (NoPR, D-SACK, F-RTO, Eifel) as
 Linux sysctls, and congestion control (uncoupled, coupled) checked against a kernel.
 
-The papers (seeds 000 and 003) compare reordering-recovery mechanisms in the NS-3 MPTCP
+Papers 000 and 003 compare reordering-recovery mechanisms in the NS-3 MPTCP
 model, where each is a separate module on top of a plain NewReno sender ("NoPR"). Linux has
 all of them woven into one loss-recovery machine; a preset switches the others off so that
 each mechanism works alone on top of the same classic dupthresh-3 sender:
@@ -36,11 +36,11 @@ each mechanism works alone on top of the same classic dupthresh-3 sender:
   reordering only when duplicate ACKs outnumber the packets in flight, and `door` behaves
   as Reno (tests/integration/test_bpfcc_reorder_vm.py).
 - Coupling: `door` and `prr` are Reno per subflow (uncoupled), and a subflow runs one
-  congestion control, so a paper row that ran them with coupled increase (seed 000: LIA)
+  congestion control, so a paper row that ran them with coupled increase (paper 000: LIA)
   runs the BPF programs that do both: `prr_lia` and `door_lia` (the same recovery over
   LIA's increase, kernel-configs/bpf/coupled.h); their cc presets are `prr_lia` and
   `tcpdoor_lia`, which the `prr` and `tcpdoor` recovery presets accept. TCP-DOOR under
-  FC-CC (seed 003) is `door_fccc` (door's responses over fccc's fully coupled decrease and
+  FC-CC (paper 003) is `door_fccc` (door's responses over fccc's fully coupled decrease and
   increase), cc preset `tcpdoor_fccc`, which the `tcpdoor` recovery preset accepts too.
 """
 

@@ -109,7 +109,7 @@ WHY_BLOCK = (
 )
 WHY_INTERVAL = "a block a minute; 0 writes back to back"
 WHY_PING = "100 probes a second per path at most (they load the path too); one each 10 s at least"
-BLOCK_BYTES_DEFAULT = 8192  # seed 004 Fig. 7: 8 KB blocks
+BLOCK_BYTES_DEFAULT = 8192  # paper 004 Fig. 7: 8 KB blocks
 WHY_SNAPLEN = (
     "Linux cooked header 20 + IPv4 header up to 60 + TCP header with the full 40 bytes of"
     " options 60, so every MPTCP option (DSS) is captured"

@@ -5,7 +5,7 @@ each preset, and the other spellings still accepted with a deprecation message.
   FC-CC `tcpdoor_fccc`). `door`, `door_lia` and `door_fccc` are the names of its BPF
   programs (kernel-configs/bpf, the kernel's tcp_congestion_control values): an
   implementation name, shown in run.json's sysctls, not a spec value.
-- PR-R (Alheid et al.'s reordering response, seed 000) is `prr`, over Co-CC `prr_lia`;
+- PR-R (Alheid et al.'s reordering response, paper 000) is `prr`, over Co-CC `prr_lia`;
   the paper's spelling `PR-R` is accepted. It is not Linux's PRR (RFC 6937 proportional
   rate reduction), which every Linux sender runs in fast recovery whatever the cc.
 - The Wi-Fi channel model calibrations are named by paper: `paper000`, `paper003`

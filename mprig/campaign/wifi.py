@@ -1,13 +1,13 @@
 """Wi-Fi channel model: distance -> PHY mode, frame error rate, MAC goodput and residual loss.
 
-The papers (seeds 000 and 003) ran NS-3 with a log-distance path loss, Nakagami fading and a
+Papers 000 and 003 ran NS-3 with a log-distance path loss, Nakagami fading and a
 fixed 802.11g/b PHY mode per link. This module reproduces that chain with pure functions so
 that a distance becomes a netem rate and loss on the virtual rig, or an RF attenuation on a
 lab rig. Sources, one per stage:
 
 - Path loss: log-distance, PL(d) = PL(d0) + 10 n log10(d/d0) (Rappaport, *Wireless
   Communications*, 2nd ed., eq. 4.68); PL(1 m) = 46.6777 dB, the NS-3
-  LogDistancePropagationLossModel default that seed 003 quotes as 46.67 dB.
+  LogDistancePropagationLossModel default that paper 003 quotes as 46.67 dB.
 - Transmit power 16.0206 dBm and receiver noise figure 7 dB: NS-3 YansWifiPhy defaults
   (TxPowerStart, RxNoiseFigure). Thermal noise kTB at 290 K over 20 MHz (OFDM, IEEE
   802.11-2016 clause 17/18) or 22 MHz (DSSS/HR-DSSS, clauses 15/16).
@@ -34,9 +34,9 @@ Calibration (see docs/papers.md; per paper: CALIBRATIONS below, picked by a Wi-F
 `channel_model`): with the NS-3 radio defaults above, a path loss exponent
 of 2.2 and a TCP ACK for every data segment (the NS-3 MPTCP model of the papers does not
 delay ACKs), the model gives about 14.5 Mbit/s of TCP goodput over 11g at 54 Mbit/s close to
-the AP (seeds 000/003: "15 Mbit/s is the maximum throughput TCP can achieve over an 11g
+the AP (papers 000/003: "15 Mbit/s is the maximum throughput TCP can achieve over an 11g
 link in NS-3"), keeps the 54 Mbit/s mode usable at 70 m and drops it below 1 Mbit/s
-beyond 80 m (seed 003, Discussion).
+beyond 80 m (paper 003, Discussion).
 
 The PHY modes and their bit and frame error rates are in mprig/campaign/wifi_phy.py.
 """
@@ -273,21 +273,21 @@ def link(
 # Named by paper, paperNNN (issue 20 part 3; `seedNNN`, the old spelling, is respelled by
 # mprig/campaign/spec_spelling.py: "seed" is also the random seed).
 #
-# The papers state their PHY modes, rates and distances, and seed 003 its propagation
+# The papers state their PHY modes, rates and distances, and paper 003 its propagation
 # (log-distance, PL(1 m) = 46.67 dB, Nakagami); neither states the path-loss exponent, the
 # one free parameter. Each calibration fits it to what its own paper publishes about the
 # channel, keeping NS-3's radio defaults (transmit power, noise figure, Nakagami m bands)
-# that both papers ran. No single exponent fits both: seed 000 needs n <= 2.08 (the 54
-# Mbit/s mode must carry 13.69 % of 54 Mbit/s at 70 m), seed 003 needs n >= 2.15 (below
+# that both papers ran. No single exponent fits both: paper 000 needs n <= 2.08 (the 54
+# Mbit/s mode must carry 13.69 % of 54 Mbit/s at 70 m), paper 003 needs n >= 2.15 (below
 # 1 Mbit/s at 90 m), tests/unit/test_wifi.py checks both.
 
 NS3_DEFAULT = Radio()
 """The historical default (n = 2.2), kept for campaigns that do not pick a calibration.
-It is seed 003's fit (below); see the module docstring for its sources."""
+It is paper 003's fit (below); see the module docstring for its sources."""
 
 PAPER000 = Radio(exponent=2.06)
 """Paper 000 (PR-R, Alheid et al.): two 11g links at a fixed 54 Mbit/s, 10..100 m. The
-paper states no propagation model; the same authors' NS-3 setup of seed 003 (46.67 dB at
+paper states no propagation model; the same authors' NS-3 setup of paper 003 (46.67 dB at
 1 m, Nakagami, NS-3 radio defaults) is kept, and the exponent is fitted to Table III's
 link utilisation (subflow throughput / 54 Mbit/s): 12.26-19.88 % at 50 m, 8.62-13.69 % at
 70 m. LU is what a subflow achieved, so the model's capacity (MAC goodput / 54) must lie
@@ -334,7 +334,7 @@ def netem_for_path(path: Path, direction: Literal["down", "up"] = "down") -> tup
     """netem (rate Mbit/s, loss %) for one direction of a Wi-Fi path that has `distance_m`.
 
     The direction's `rate_mbit` names the fixed PHY mode (54 or 6 for 11g, 2 for 11b, as in
-    the papers) and its `loss_pct` is an extra packet drop rate (seed 000 scenario 2's PDR)
+    the papers) and its `loss_pct` is an extra packet drop rate (paper 000 scenario 2's PDR)
     combined with the channel's residual loss; `channel_model` picks the calibration. The up
     direction carries the TCP ACKs of a download: same rate, loss of an ACK-sized frame.
     """

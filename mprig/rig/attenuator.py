@@ -1,7 +1,7 @@
 """Distance on a real rig: programmable RF attenuators, or AP transmit power as a fallback.
 
 A spec's distance d maps to extra attenuation through the log-distance path-loss model of
-mprig.campaign.wifi, the one the virtual rig uses (seed 003: PL(d) = PL(1 m) + 10 n log10(d / 1 m),
+mprig.campaign.wifi, the one the virtual rig uses (paper 003: PL(d) = PL(1 m) + 10 n log10(d / 1 m),
 PL(1 m) = 46.67 dB): the radios already sit `physical_m` apart, so the attenuator adds
 PL(d) - PL(physical_m).
 

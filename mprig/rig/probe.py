@@ -1,4 +1,4 @@
-"""Preflight probe: does MPTCP survive each client path? (the middlebox study of seed 004)
+"""Preflight probe: does MPTCP survive each client path? (the middlebox study of paper 004)
 
 For every path of a rig, two steps. First the client sends one SYN carrying MP_CAPABLE out of
 that path's interface (scapy, from the path's address, with an ISN it chose), while the server

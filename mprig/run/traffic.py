@@ -181,7 +181,7 @@ def blocks_file(sends: bool) -> str:
     return BLOCKS_SENT if sends else BLOCKS_LOG
 
 
-# The block workload (seed 004 Fig. 7: application-level delay of 8 KB blocks), run as
+# The block workload (paper 004 Fig. 7: application-level delay of 8 KB blocks), run as
 # `python3 -c BLOCKS_SCRIPT ROLE ADDR PORT BLOCK_BYTES INTERVAL_MS DURATION_S MPTCP MODE OUT
 # [BIND]`. The sender writes fixed-size blocks (back to back when INTERVAL_MS is 0), each
 # starting with its number and the wall-clock time it was handed to the socket (8 + 8 bytes,
@@ -250,7 +250,7 @@ def blocks_argv(
 
 @dataclass(frozen=True)
 class BlockDelays:
-    """Application-level delay of the blocks a receiver logged (seed 004 Fig. 7)."""
+    """Application-level delay of the blocks a receiver logged (paper 004 Fig. 7)."""
 
     n: int  # blocks received
     missing: int  # block numbers absent below the highest seen or sent (0 on a good run)

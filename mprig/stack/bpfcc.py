@@ -26,21 +26,21 @@ AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 PROGRAMS: Mapping[str, str] = MappingProxyType(
     {
-        "prr": "PR-R (seed 000): fast recovery keeps cwnd; RTO as Reno",
-        "door": "TCP-DOOR (seeds 000, 003): no congestion response for one RTT after "
+        "prr": "PR-R (paper 000): fast recovery keeps cwnd; RTO as Reno",
+        "door": "TCP-DOOR (papers 000, 003): no congestion response for one RTT after "
         "reordering is detected",
         "lia": "RFC 6356 LIA (the papers' Co-CC): coupled increase across an MPTCP "
         "connection's subflows",
-        "cwa": "CWA-MPTCP (seed 001 Algorithm 1): LIA, and every 0.5 s the slowest "
+        "cwa": "CWA-MPTCP (paper 001 Algorithm 1): LIA, and every 0.5 s the slowest "
         "subflow's cwnd divided by the delay ratio",
         "olia": "OLIA (Khalili et al.): coupled increase that moves window from the largest "
         "subflows to those with the best loss interval per RTT",
         "fccc": "fully coupled (the papers' FC-CC): each packet acked adds 1/cwnd_total, a "
         "loss takes half of cwnd_total from the subflow",
-        "prr_lia": "PR-R's recovery (prr) over LIA's coupled increase, as seed 000 ran it",
+        "prr_lia": "PR-R's recovery (prr) over LIA's coupled increase, as paper 000 ran it",
         "door_lia": "TCP-DOOR's responses (door) over LIA's coupled increase",
         "door_fccc": "TCP-DOOR's responses (door) over FC-CC's fully coupled decrease and "
-        "increase (fccc), as seed 003's TCP-DOOR rows under FC-CC",
+        "increase (fccc), as paper 003's TCP-DOOR rows under FC-CC",
     }
 )
 

@@ -1,4 +1,4 @@
-"""RBPM, seed 002's receive-buffer-based path management, as a controller on the client.
+"""RBPM, paper 002's receive-buffer-based path management, as a controller on the client.
 
 Standard library only: the runner sends this file to the client as `python3 -c <this file>
 ARGS`, with the modules it imports inlined (mprig.run.rbpm_run.source(): rbpm_policy.py, the
@@ -287,7 +287,7 @@ the client when a variant has path_manager: rbpm (docs/rbpm.md).
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="mprig.stack.rbpm",
-        description="RBPM (seed 002) controller: mark the worst MPTCP subflow backup while "
+        description="RBPM (paper 002) controller: mark the worst MPTCP subflow backup while "
         "the receive buffer cannot hold what the subflows need.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,4 +1,4 @@
-"""RBPM's algorithm (seed 002, docs/rbpm.md), pure: the receive buffer the active subflows
+"""RBPM's algorithm (paper 002, docs/rbpm.md), pure: the receive buffer the active subflows
 need (the paper's Eq. 2-4), the max-min score (Eq. 5) and the decision to stop or re-enable
 subflows. Standard library only: mprig.run.rbpm_run.source() inlines this module into the
 controller it ships to the client, in place of mprig/stack/rbpm.py's import of it.

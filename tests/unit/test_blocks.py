@@ -1,4 +1,4 @@
-"""The block workload (seed 004 Fig. 7): its command lines and the receiver log's summary."""
+"""The block workload (paper 004 Fig. 7): its command lines and the receiver log's summary."""
 
 from __future__ import annotations
 

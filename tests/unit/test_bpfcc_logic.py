@@ -123,7 +123,7 @@ def test_prr_and_door_compose_with_lias_increase(
 def test_fccc_decreases_by_half_the_total_and_increases_by_one_over_the_total(
     tmp_path: Path,
 ) -> None:
-    # Seed 003's FC-CC (the NS-3 model's Fully_Coupled): a loss on subflow i leaves
+    # Paper 003's FC-CC (the NS-3 model's Fully_Coupled): a loss on subflow i leaves
     # max(cwnd_i - cwnd_total / 2, 2), where Reno and LIA leave cwnd_i / 2: from 60 + 40,
     # 60 - 100/2 = 10, then 40 - (10 + 40)/2 = 15 (Reno 30 + 20). Each packet acked adds
     # 1 / cwnd_total: the pair grows by one packet per round trip, 20 + 20 -> 40 + 39 in
@@ -143,7 +143,7 @@ def test_fccc_decreases_by_half_the_total_and_increases_by_one_over_the_total(
 
 
 def test_door_fccc_keeps_doors_responses_over_fcccs_coupling(tmp_path: Path) -> None:
-    # Seed 003's TCP-DOOR under FC-CC: door's responses to reordering, fccc's decrease and
+    # Paper 003's TCP-DOOR under FC-CC: door's responses to reordering, fccc's decrease and
     # increase otherwise. Plain TCP is door (Reno); two subflows without reordering are
     # fccc (60 + 40 -> 10 + 15; 20 + 20 -> 40 + 39 in 40 round trips).
     door, fccc = simulate("door", tmp_path), simulate("fccc", tmp_path)

@@ -93,7 +93,7 @@ def test_one_sack_setting_for_every_variant_of_a_campaign(name: str) -> None:
 
 
 def test_mptcp_paper_rows_run_coupled_where_the_paper_did() -> None:
-    """Seeds 000, 001 and 004 ran coupled increase (LIA); every MPTCP variant that a
+    """Papers 000, 001 and 004 ran coupled increase (LIA); every MPTCP variant that a
     reference of theirs can select runs a coupled cc."""
     for stem in ("000-table1", "001-cwa", "004-fig4", "004-fig6a", "004-fig6b", "004-fig7"):
         variants = _load(f"{stem}-full.yaml").variants

@@ -182,7 +182,7 @@ def test_prr_and_tcpdoor_compose_with_the_coupled_increase(recovery: str, cc: st
 
 
 def test_tcpdoor_composes_with_fully_coupled_control() -> None:
-    # seed 003's TCP-DOOR rows under FC-CC: BPF door_fccc, selected by `cc: tcpdoor_fccc`
+    # paper 003's TCP-DOOR rows under FC-CC: BPF door_fccc, selected by `cc: tcpdoor_fccc`
     presets.check_recovery_cc("tcpdoor", "tcpdoor_fccc")
     presets.check_recovery_cc("tcpdoor", "door_fccc")
     assert [presets.coupling(c) for c in ("tcpdoor_fccc", "door_fccc")] == ["fully_coupled"] * 2

@@ -1,4 +1,4 @@
-"""RBPM (seed 002): the paper's equations on hand-computed numbers, the decision loop of
+"""RBPM (paper 002): the paper's equations on hand-computed numbers, the decision loop of
 Algorithm 1, and the parsers the controller reads ss and ip with."""
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_run_json_records_the_controller_by_name() -> None:
     }
 
 
-# Seed 002 case B natively (6.18; tbf 1, 8, 3, 2 Mbit/s, 100-packet queues, rmem 200 KB, Reno,
+# Paper 002 case B natively (6.18; tbf 1, 8, 3, 2 Mbit/s, 100-packet queues, rmem 200 KB, Reno,
 # no netem so no propagation delay), 6 s into a download, `ss -tinHMm` on the client and
 # `ss -tinH` on the server, verbatim.
 CASE_B_DIR = Path(__file__).parents[1] / "captures" / "test_rbpm"

@@ -1,5 +1,5 @@
 """Issue 19 part 3 (figures): each metric against the sweep axis with error bars per
-variant, the way the seeds draw them, and CDFs of per-run and per-bin quantities."""
+variant, the way the papers draw them, and CDFs of per-run and per-bin quantities."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_the_traffic_window_is_marked_from_run_json_stages() -> None:
 
 
 def one_point(variants: tuple[str, ...], distances: tuple[float, ...] = (70.0,)) -> results.Results:
-    """Every variant at the same sweep points, three repetitions each (seed 000's 70 m)."""
+    """Every variant at the same sweep points, three repetitions each (paper 000's 70 m)."""
     rows = [
         {
             "run_id": f"{v}-{d:g}-{rep}",
@@ -128,7 +128,7 @@ def panel(fig, ylabel: str):  # type: ignore[no-untyped-def]
 
 
 def test_variants_at_a_single_sweep_point_are_drawn_apart() -> None:
-    """Seed 000's and 003's scenario 1 have one distance: every marker sat on one x."""
+    """Paper 000's and 003's scenario 1 have one distance: every marker sat on one x."""
     fig = figures.axis_figure(one_point(("a", "b", "c")), AXIS)
     ax = panel(fig, "Throughput (Mbit/s)")
     xs = {label: x for label, (x, _) in drawn(ax).items()}

@@ -1,4 +1,4 @@
-"""Seed 004 Fig. 7 in a reproduction report: the per-block delay table (reports/
+"""Paper 004 Fig. 7 in a reproduction report: the per-block delay table (reports/
 reproduce_delay.py) from results of the shipped 004-fig7 campaign, with delays a model
 chooses per variant, so the table's numbers can be checked against the model's."""
 

@@ -15,7 +15,7 @@ from mprig.campaign.spec_base import ChannelModel
 
 def test_path_loss_reference_points() -> None:
     radio = wifi.Radio(exponent=3.0)
-    assert round(wifi.path_loss_db(1.0, radio), 2) == 46.68  # 46.6777 dB at 1 m (NS-3, seed 003)
+    assert round(wifi.path_loss_db(1.0, radio), 2) == 46.68  # 46.6777 dB at 1 m (NS-3, paper 003)
     assert round(wifi.path_loss_db(10.0, radio), 2) == 76.68
     assert round(wifi.path_loss_db(100.0, radio), 2) == 106.68
 
@@ -116,13 +116,13 @@ def test_mac_airtime_of_a_54_mbit_data_frame() -> None:
 
 
 def test_calibration_single_tcp_over_11g_is_about_15_mbit() -> None:
-    """Seeds 000/003: TCP over one 11g link reaches at most about 15 Mbit/s in NS-3."""
+    """Papers 000/003: TCP over one 11g link reaches at most about 15 Mbit/s in NS-3."""
     close = wifi.link(10.0, "11g", 54.0)
     assert (round(close.goodput_mbit, 1), close.loss_pct < 1e-6) == (14.5, True)
 
 
 def test_calibration_54_mode_collapses_beyond_80_m() -> None:
-    """Seed 003: beyond 80 m the 54 Mbit/s mode falls below 1 Mbit/s; seed 000 Table III
+    """Paper 003: beyond 80 m the 54 Mbit/s mode falls below 1 Mbit/s; paper 000 Table III
     still has several Mbit/s per subflow at 50-70 m."""
     goodput = {d: wifi.link(d, "11g", 54.0).goodput_mbit for d in (50, 70, 90, 100)}
     assert goodput[50] > 6.0 and goodput[70] > 2.0
@@ -200,7 +200,7 @@ def test_default_calibration_is_unchanged_without_a_channel_model() -> None:
 
 
 def test_paper000_calibration_reaches_table_iii_lu_at_50_and_70_m() -> None:
-    """Seed 000 Table III: LU 12.26-19.88 % at 50 m and 8.62-13.69 % at 70 m (subflow
+    """Paper 000 Table III: LU 12.26-19.88 % at 50 m and 8.62-13.69 % at 70 m (subflow
     throughput / 54 Mbit/s). The model's ceiling must hold every row, and the best rows
     (PR-R) take the same share of it at both distances (the fit)."""
     c50, c70 = _capacity_pct(50.0, "paper000"), _capacity_pct(70.0, "paper000")
@@ -211,7 +211,7 @@ def test_paper000_calibration_reaches_table_iii_lu_at_50_and_70_m() -> None:
 
 
 def test_paper003_calibration_holds_its_stated_values() -> None:
-    """Seed 003: TCP over 11g at most about 15 Mbit/s (10 m); at more than 80 m the 54 Mbit/s
+    """Paper 003: TCP over 11g at most about 15 Mbit/s (10 m); at more than 80 m the 54 Mbit/s
     mode carries below 1 Mbit/s while the 6 Mbit/s 11g and 2 Mbit/s 11b modes still carry
     (scenario 4: 4-5 Mbit/s from 11g 6 + 11b 2)."""
     radio = wifi.radio_for("paper003")
@@ -226,7 +226,7 @@ def test_paper003_calibration_holds_its_stated_values() -> None:
 
 
 def test_no_single_exponent_fits_paper000_and_paper003() -> None:
-    """What makes the calibration per paper: seed 000 needs 70 m >= 13.69 % LU, seed 003
+    """What makes the calibration per paper: paper 000 needs 70 m >= 13.69 % LU, paper 003
     needs the 54 Mbit/s mode below 1 Mbit/s at 90 m."""
     fits = [
         n / 100
