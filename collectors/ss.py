@@ -84,22 +84,23 @@ def parse_ss(text: str) -> pd.DataFrame:
 
 # What bash prints for a child the stop signal killed ("Terminated", "Killed"): the
 # runner stops the sampler with SIGTERM to its process group, and when `ss` dies before the
-# sampler's bash does, bash reports it on the output the artifact holds (a CI run's
-# ss-server.txt ended so). Only at the end of the output, after the last sample.
+# sampler's bash does, bash reports it on the output the artifact holds. Usually the last
+# line (a CI run's ss-server.txt); in 3 of 75 runs of a VM campaign bash outlived the signal
+# by seconds and went on sampling, so the report can come between samples.
 _STOPPED = ("Terminated", "Killed")
 
 
 def _sockets(text: str) -> list[_Socket]:
     out: list[_Socket] = []
     now: float | None = None
-    lines = text.splitlines()
-    while lines and lines[-1].strip() in ("", *_STOPPED):
-        lines.pop()
-    for lineno, line in enumerate(lines, start=1):
+    sample_start = 0  # index in out of the current sample's first socket
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         if line.startswith("#"):
-            now = _sample_time(line, lineno)
+            now, sample_start = _sample_time(line, lineno), len(out)
+        elif line.strip() in _STOPPED:
+            del out[sample_start:]  # the sample its `ss` was printing may be cut short
         elif line[0] in " \t":
             if not out or out[-1].info:
                 raise ParseError(lineno, "an ss info line without a socket line before it")

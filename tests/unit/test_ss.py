@@ -143,10 +143,26 @@ def test_ipv6_subflows_bound_to_a_device_keep_their_address() -> None:
 
 def test_a_stop_report_after_the_last_sample_is_not_a_socket(frame: pd.DataFrame) -> None:
     """bash reports a child killed by the runner's SIGTERM ("Terminated") on the sampler's
-    output (a CI run's ss-server.txt ended so): the samples before it parse as without it;
-    the same word before a sample is still an error."""
+    output (a CI run's ss-server.txt ended so). It follows the sample whose `ss` the signal
+    killed, which may be cut short: that sample is dropped, the ones before parse as they are."""
     text = CAPTURE.read_text()
-    assert parse_ss(text + "Terminated\n").equals(frame)
-    assert parse_ss(text + "Killed\n\n").equals(frame)
+    before_last = frame[frame["time"] < T2].reset_index(drop=True)
+    assert parse_ss(text + "Terminated\n").equals(before_last)
+    assert parse_ss(text + "Killed\n\n").equals(before_last)
+
+
+def test_a_stop_report_between_samples_drops_only_the_sample_it_cut(frame: pd.DataFrame) -> None:
+    """In 3 of 75 runs of a VM campaign the sampler's bash outlived the stop signal by
+    seconds: "Terminated" (its `ss` killed) came mid-output, then more (empty) samples. The
+    sample the report follows may be cut short, so its sockets are dropped; the rest parse."""
+    text = CAPTURE.read_text()
+    later = "# 1795240090.5\n# 1795240090.6\n"
+    cut = text.rstrip("\n").rsplit("\n# ", 1)[0] + "\n"  # without the last sample
+    last_cut = text + "# 1795240090.4\ntcp ESTAB 0 0 10.55.9.1:5201 10.5\nTerminated\n"
+    assert parse_ss(text + "# 1795240090.4\nTerminated\n" + later).equals(frame)
+    assert parse_ss(text.replace("\n# ", "\nKilled\n# ", 1) + later).equals(frame)
+    with pytest.raises(ParseError, match="address without a port"):
+        parse_ss(last_cut)  # a cut line is still an error when nothing says why
+    assert parse_ss(cut + "Terminated\n").empty  # its last sample, T1, was the one cut
     with pytest.raises(ParseError, match="not an ss socket line"):
-        parse_ss(text + "Terminated\n" + text)
+        parse_ss(text + "Terminated and more\n" + later)  # only bash's exact report
