@@ -37,6 +37,7 @@ TEXT_KEYS = (
     "duplicate_packets",
     "unmapped_bytes",
     "rcvbuf_k_max_bytes",
+    "goodput_k_p5_bps",
     "rfc4737_reordered_ratio",
     "rfc4737_extent_max",
 )

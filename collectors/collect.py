@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 4  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 5  # bump when a metric's definition changes: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"
@@ -47,7 +47,7 @@ RUNS_PARQUET = "runs.parquet"
 ID_COLUMNS = ("campaign", "run_id", "variant", "protocol", "status")
 INT_ID_COLUMNS = ("index", "repetition", "seed")
 FLOAT_METRICS: tuple[str, ...] = ("throughput_bps", "goodput_bps", "iperf3_bps", "ss_acked_bps")
-FLOAT_METRICS += ("ooo_ratio", "ooo_mean_bytes")
+FLOAT_METRICS += ("ooo_ratio", "ooo_mean_bytes", "goodput_k_p5_bps")
 INT_METRICS: tuple[str, ...] = ("ooo_max_bytes", "ooo_max_packets", "ooo_arrivals")
 INT_METRICS += ("retransmitted_packets",)
 INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes")

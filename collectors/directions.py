@@ -26,6 +26,7 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "reinjected_bytes": "lower",
     "unmapped_bytes": "lower",
     "rcvbuf_k_max_bytes": "lower",
+    "goodput_k_p5_bps": "higher",
     "srtt_ms": "lower",
     "cwnd_mean": "neutral",
     "block_delay_p50_s": "lower",

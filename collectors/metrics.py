@@ -3,6 +3,7 @@ out). Definitions and units are documented in docs/metrics.md."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -113,6 +114,24 @@ def block_goodput_bps(t: F64, dlv_bytes: U64, ends: U64, t0: float) -> F64:
     dt = t_end - t_prev
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(np.where(dt > 0, (b_end - b_prev) * 8 / dt, np.nan), dtype=np.float64)
+
+
+def nearest_rank(values: F64, q: float) -> float | None:
+    """The q-quantile by nearest rank (the value of rank ceil(q * n) among the n non-NaN
+    values, at least the first); None when there is none."""
+    v = np.sort(values[~np.isnan(values)])
+    if len(v) == 0:
+        return None
+    return float(v[max(0, math.ceil(q * len(v)) - 1)])
+
+
+def block_goodput_low_bps(t_end: F64, goodput: F64, warmup_s: float, q: float) -> float | None:
+    """How low the per-block goodput falls in steady state: the q-quantile (nearest rank) of
+    the blocks that end at or after warmup_s, never the first block (it spans the handshake
+    and slow start). Seed 001's Fig. 4 measure of the dips of original MPTCP."""
+    keep = t_end >= warmup_s
+    keep[:1] = False
+    return nearest_rank(goodput[keep], q)
 
 
 def link_utilisation(

@@ -28,6 +28,7 @@ FALLBACK: dict[str, int] = {
     "reinjected_bytes": LOWER,
     "unmapped_bytes": LOWER,
     "rcvbuf_k_max_bytes": LOWER,
+    "goodput_k_p5_bps": HIGHER,
     "srtt_ms": LOWER,
     "cwnd_mean": NEUTRAL,
 }

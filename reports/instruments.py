@@ -118,6 +118,14 @@ GLOSSARY = (
         "receive buffer needed to complete each block of K contiguous packets, max",
     ),
     Term(
+        "Block goodput p5",
+        "goodput_k_p5_bps",
+        MPTCP_CAPTURE,
+        "payload bytes",
+        "goodput per block of K contiguous packets (bytes since the previous block over the "
+        "time since), 5th percentile over the blocks after the first second",
+    ),
+    Term(
         "ss acked",
         "ss_acked_bps",
         "sender's ss samples (cross-check)",

@@ -57,6 +57,7 @@ OTHER_METRICS = (
     Display("iperf3_bps", "iperf3 (Mbit/s)", 1e-6, 2),
     Display("ooo_mean_bytes", "OOO mean (KB)", 1 / 1024, 1),
     Display("rcvbuf_k_max_bytes", "Rcv buffer K (KB)", 1 / 1024, 1),
+    Display("goodput_k_p5_bps", "Block goodput p5 (Mbit/s)", 1e-6, 2),
     Display("retransmitted_packets", "Retransmitted (pkts)", 1, 0),
     Display("reinjected_bytes", "Reinjected (KB)", 1 / 1024, 1),
 )

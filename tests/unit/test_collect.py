@@ -34,7 +34,7 @@ CLIENT = {"10.55.1.1": "wifi", "10.55.2.1": "cell"}
 CAPTURE_METRICS = ("throughput_bps", "goodput_bps", "ooo_ratio", "ooo_mean_bytes")
 CAPTURE_METRICS += ("ooo_max_bytes", "ooo_max_packets", "retransmitted_packets")
 CAPTURE_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes")
-CAPTURE_METRICS += ("rcvbuf_k_max_bytes", "ooo_arrivals")
+CAPTURE_METRICS += ("rcvbuf_k_max_bytes", "ooo_arrivals", "goodput_k_p5_bps")
 ALL_METRICS = (*CAPTURE_METRICS, "iperf3_bps")
 PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
 PATH_COLUMNS = [f"{m}.{p}" for m in PATH_METRICS for p in ("cell", "wifi")]
@@ -186,7 +186,7 @@ def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
         "campaign", "run_id", "variant", "protocol", "status", "index", "repetition", "seed",
         "param.paths.wifi.down.rate_mbit",
         "throughput_bps", "goodput_bps", "iperf3_bps", "ss_acked_bps", "ooo_ratio",
-        "ooo_mean_bytes", "ooo_max_bytes", "ooo_max_packets", "ooo_arrivals",
+        "ooo_mean_bytes", "goodput_k_p5_bps", "ooo_max_bytes", "ooo_max_packets", "ooo_arrivals",
         "retransmitted_packets", "duplicate_packets",
         "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes", *BLOCK_METRICS,
         *APP_COLUMNS, *PATH_COLUMNS,

@@ -99,6 +99,7 @@ def test_reordering_between_two_subflows(name: str) -> None:
     )
     # Blocks of 3: completed at arrival 4 (max buffer 4000) and arrival 7 (3000).
     assert (s["rcvbuf_k_max_bytes"], s["rcvbuf_k_blocks"]) == (4000, 2)
+    assert s["goodput_k_p5_bps"] is None  # both blocks end in the first second (slow start)
     assert s["rfc4737_reordered_ratio"] == pytest.approx(2 / 7)
     assert (s["rfc4737_extent_mean"], s["rfc4737_extent_max"]) == (1.5, 2)
     assert s["rfc4737_n_reordering"] == pytest.approx({"1": 2 / 7, "2": 1 / 7, "3": 0.0})

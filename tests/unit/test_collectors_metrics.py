@@ -60,6 +60,26 @@ def test_k_block_buffer_reads_whole_blocks() -> None:
     assert metrics.k_block_buffer(dlv_pkts, dlv_bytes, ooo, 7).tolist() == []
 
 
+def test_nearest_rank_quantile() -> None:
+    values = np.array([5.0, 1.0, 3.0, np.nan, 4.0, 2.0])
+    assert metrics.nearest_rank(values, 0.05) == 1.0  # NaN (a zero-length block) ignored
+    assert metrics.nearest_rank(values, 0.5) == 3.0  # rank ceil(0.5 * 5) = 3
+    assert metrics.nearest_rank(values, 1.0) == 5.0
+    assert metrics.nearest_rank(np.array([np.nan]), 0.05) is None
+
+
+def test_block_goodput_low_skips_the_start() -> None:
+    # Block ends (s) and goodput (Mbit/s): the first block spans the handshake and slow start,
+    # blocks ending before the warm-up are slow start too; the dip at 3.0 s is the answer.
+    t_end = np.array([0.4, 0.9, 1.5, 2.1, 3.0, 3.6, 4.1])
+    goodput = np.array([0.3, 1.0, 5.8, 6.0, 2.1, 5.9, 6.0])
+    assert metrics.block_goodput_low_bps(t_end, goodput, 1.0, 0.05) == 2.1
+    assert metrics.block_goodput_low_bps(t_end, goodput, 1.0, 0.5) == 5.9
+    # The first block is never taken, even when it ends after the warm-up.
+    assert metrics.block_goodput_low_bps(t_end[2:], goodput[2:], 1.0, 0.05) == 2.1
+    assert metrics.block_goodput_low_bps(t_end[:2], goodput[:2], 1.0, 0.05) is None
+
+
 def test_link_utilisation() -> None:
     assert metrics.link_utilisation({"a": 5e6, "b": None, "c": 1.0}, {"a": 10e6, "b": 1e6}) == {
         "a": 0.5,
