@@ -35,7 +35,7 @@ class Display:
     digits: int
 
 
-# The papers' metrics first (seed 000 Table III order), then rates. KB is 1024 bytes: seed
+# The papers' metrics first (paper 000 Table III order), then rates. KB is 1024 bytes: paper
 # 003's OOO-BO values are multiples of 1400 B / 1024 (5.5, 6.8, 9.6, 10.9 KB).
 PAPER_METRICS = (
     Display("ooo_max_bytes", "OOO-BO (KB)", 1 / 1024, 1),
@@ -263,7 +263,7 @@ def _scaled(value: Any, d: Display) -> Any:
 
 
 def paper_table(results: Results) -> Table | None:
-    """Seed 000 Table III layout: per sweep point and variant, OOO-BO KB / OOO-R % / LU %."""
+    """Paper 000 Table III layout: per sweep point and variant, OOO-BO KB / OOO-R % / LU %."""
     import pandas as pd
 
     long = summary_long(results)
@@ -296,7 +296,7 @@ def paper_table(results: Results) -> Table | None:
 
 
 def pivot_tables(results: Results) -> list[Table]:
-    """Seed 003 Table III/IV layout: one table per metric, variants as rows, points as columns."""
+    """Paper 003 Table III/IV layout: one table per metric, variants as rows, points as columns."""
     import pandas as pd
 
     long = summary_long(results)
