@@ -107,11 +107,12 @@ def _respell_sweep(sweep: Any, variants: set[Any], found: list[Respelled]) -> An
     return {**sweep, "axes": respelled}
 
 
-def _names(items: Any) -> set[Any]:
-    """The variants' names: `variants.<name>.<field>` is read before a sysctl axis."""
-    return (
-        {v.get("name") for v in items if isinstance(v, dict)} if isinstance(items, list) else set()
-    )
+def _names(items: Any) -> set[str]:
+    """The variants' names: `variants.<name>.<field>` is read before a sysctl axis. Only
+    strings: this runs before validation, which reports a name of another type."""
+    if not isinstance(items, list):
+        return set()
+    return {v["name"] for v in items if isinstance(v, dict) and isinstance(v.get("name"), str)}
 
 
 def _respell_axis(

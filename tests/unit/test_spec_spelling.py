@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mprig.campaign import spec_spelling
 from mprig.campaign.plan import expand
 from mprig.campaign.spec import parse_campaign
+from mprig.errors import SpecError
 
 HEAD = """\
 name: t
@@ -198,3 +201,11 @@ def test_sysctl_and_range_axes_are_not_respelled() -> None:
     respelled, [found] = spec_spelling.respell(named)
     assert respelled["sweep"]["axes"]["variants.sysctls.cc"] == ["tcpdoor"]
     assert found.loc == ("sweep", "axes", "variants.sysctls.cc", 0)
+
+
+def test_respelling_takes_any_yaml_before_validation_names() -> None:
+    """Old spellings are replaced before validation, so on data of any shape: a variant
+    named by a list (a fuzz case of CI) is validation's error to report, not a TypeError."""
+    bad = HEAD + "  - name: [a]\n  - name: t\nsweep:\n  axes:\n    variants.cc: [door]\n"
+    with pytest.raises(SpecError, match=r"bad.yaml:\d+: variants"):
+        parse_campaign(bad, "bad.yaml")
