@@ -41,6 +41,7 @@ ARRIVAL_DTYPE = np.dtype(
 )
 # One TCP segment with payload in the data direction, retransmissions included.
 PACKET_DTYPE = np.dtype([("t_ns", "<i8"), ("len", "<u4"), ("sf", "<u2"), ("flags", "<u2")])
+F64 = npt.NDArray[np.float64]
 NS = 1e9
 MAX_BINS = 100_000  # rows of timeseries() at most (see ConnectionAnalysis.series_bin_s)
 # Blocks ending in the connection's first second are slow start, not the steady state that
@@ -164,8 +165,8 @@ class ConnectionAnalysis:
         }
 
     @cached_property
-    def _kblock_arrays(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint64], Any]:
-        """Per block of k_block contiguous packets (seed 001's measure): completion time (s
+    def _kblock_arrays(self) -> tuple[F64, npt.NDArray[np.uint64], F64]:
+        """Per block of k_block contiguous packets (paper 001's measure): completion time (s
         from the first packet), receive buffer needed (bytes), goodput since the previous
         block (bit/s)."""
         a = self.arrivals
