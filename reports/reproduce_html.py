@@ -65,7 +65,7 @@ class Committed:
     figures: tuple[tuple[str, Path], ...]  # (caption, PNG), in report.md's order
 
 
-def _json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError(f"{path}: not found; `mprig reproduce PAPER` writes it")
     try:
@@ -105,7 +105,7 @@ def read(root: Path) -> Committed:
     """ROOT's committed files; a missing or unreadable one is a UsageError naming it."""
     import pandas as pd
 
-    verdicts, env = _json(root / "verdicts.json"), _json(root / "environment.json")
+    verdicts, env = read_json(root / "verdicts.json"), read_json(root / "environment.json")
     parquet = root / "metrics.parquet"
     try:
         metrics = pd.read_parquet(parquet)

@@ -99,17 +99,15 @@ def test_validate_prints_the_warning_and_accepts_the_file(tmp_path: Path) -> Non
 
 # The Wi-Fi channel model calibrations are named by paper (paper000, paper003); `seed000`
 # and `seed003` (seed means the random seed too) are the old spellings.
-WIFI = """\
+WIFI_PATH = """\
 name: t
 paths:
   - name: wifi
     kind: wifi
     rate_mbit: 54
     distance_m: 50
-    channel_model: {model}
-variants:
-  - name: mptcp
 """
+WIFI = WIFI_PATH + "    channel_model: {model}\nvariants:\n  - name: mptcp\n"
 
 WHY_PAPER = "channel models are named by paper: paperNNN"
 
@@ -126,13 +124,9 @@ def test_a_path_channel_model_old_spelling_is_the_paper_name_with_a_warning() ->
     assert [r.run_id for r in expand(old)] == [r.run_id for r in expand(new)]
 
 
-SWEEP = """\
-name: t
-paths:
-  - name: wifi
-    kind: wifi
-    rate_mbit: 54
-    distance_m: 50
+SWEEP = (
+    WIFI_PATH
+    + """\
 variants:
   - name: mptcp
     cc: prr
@@ -148,6 +142,7 @@ sweep:
     variants.other.cc: [prr_lia, {rec}]
     paths.wifi.distance_m: {{start: 50, stop: 60, step: 10}}
 """
+)
 
 OLD_SWEEP = SWEEP.format(m0="seed000", m3="seed003", rec="PR-R")
 NEW_SWEEP = SWEEP.format(m0="paper000", m3="paper003", rec="prr")
