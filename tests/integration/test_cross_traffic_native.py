@@ -31,7 +31,7 @@ from mprig.run.impair import STANDIN_ENV
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, BPF)"),
-    pytest.mark.slow,  # about 4 minutes: 8 runs of 12 to 25 s
+    pytest.mark.slow,  # about 5 minutes: 12 runs of 12 to 25 s
 ]
 
 RIG = "h4cross"
@@ -67,7 +67,7 @@ variants:
   - {name: coupled, cc: lia}
 traffic: {duration_s: 25}
 capture: {enabled: false}
-repetitions: 3
+repetitions: 5
 """
 
 
@@ -125,7 +125,7 @@ def test_a_competing_tcp_flow_halves_a_flows_share(tmp_path: Path) -> None:
 
 
 def test_coupled_mptcp_leaves_a_shared_bottleneck_fair(tmp_path: Path) -> None:
-    records, runs = run_campaign(tmp_path, SHARED, timeout=500)
+    records, runs = run_campaign(tmp_path, SHARED, timeout=800)
     assert {r["status"] for r in records} == {"complete"}
     by: dict[str, list[dict[str, Any]]] = {"uncoupled": [], "coupled": []}
     for r in records:
@@ -139,11 +139,13 @@ def test_coupled_mptcp_leaves_a_shared_bottleneck_fair(tmp_path: Path) -> None:
     print(f"MPTCP share: {share}\nJain's index: {jain}\nbottleneck total bits/s: {total}")
     assert all(8.5e6 < t < 10.5e6 for ts in total.values() for t in ts), total  # one 10 Mbit/s link
     mean = {v: statistics.mean(s) for v, s in share.items()}
-    assert mean["uncoupled"] > 0.55, mean
-    assert mean["uncoupled"] - mean["coupled"] > 0.07, mean
-    # LIA's share varies more from run to run (0.34-0.63 seen): the median is robust to one
-    assert statistics.median(jain["coupled"]) > statistics.median(jain["uncoupled"]), jain
-    assert list(runs["jain_index"].notna()) == [True] * 6
+    # Measured here, 14 runs each: uncoupled 0.54-0.70 of the bottleneck (mean 0.63; two reno
+    # subflows against one reno flow), LIA 0.23-0.63 (mean 0.50, the fair share). With three
+    # runs each, "uncoupled's mean exceeds LIA's by 0.07" failed CI (0.62 against 0.58) and
+    # would fail 14 % of the time (resampling the 28 runs). With five runs each these bounds
+    # fail 0.7 % of the time, and a coupled CC that behaved like reno would pass 0.5 %.
+    assert mean["uncoupled"] > 0.55 and mean["coupled"] < 0.58, mean
+    assert list(runs["jain_index"].notna()) == [True] * 10
     for r in records:  # the shared queue read back: tbf at 10 Mbit/s, before and after
         text = (tmp_path / "h4shared" / r["run_id"] / "tc-bottleneck.txt").read_text()
         marks = [line.split()[1] for line in text.splitlines() if line.startswith("# ")]

@@ -150,7 +150,7 @@ def compare(role: str, rounds: int = 1) -> Runs:
 
 @pytest.fixture(scope="module")
 def runs(rig: None) -> Runs:
-    return compare("receiver", rounds=2)
+    return compare("receiver", rounds=3)
 
 
 @pytest.fixture(scope="module")
@@ -190,10 +190,13 @@ def test_controller_stops_the_slow_path_and_says_why(runs: Runs) -> None:
 
 def test_controller_raises_goodput_and_clears_its_flags(runs: Runs) -> None:
     plain, controlled, _ = runs
-    # means of two rounds each; measured here: 5.5 to 10.5 Mbit/s without RBPM (buffer
-    # blocking in most runs), 11.5 to 14 Mbit/s with it (a CI run failed on a single pair,
-    # 10.5 against 11.5)
-    assert controlled > 1.25 * plain, (plain, controlled)
+    # Measured here, 19 pairs of 10 s transfers: without RBPM 5.1 to 11.3 Mbit/s (bimodal:
+    # blocked at 5-8, less blocked at 10.6-11.3), with it 10.5 to 14.6 (12 of 19 above 13).
+    # A ratio of means over two rounds failed CI (11.2 against 13.3, both plain rounds
+    # unblocked): resampling the 19 pairs, this check fails 0.4 % of the time with three
+    # rounds, and a controller that did nothing (both sides drawn from the plain runs) never
+    # passes it.
+    assert controlled > 11.5e6 and controlled > 1.05 * plain, (plain, controlled)
     assert endpoints() == {f"10.111.{i}.1": (i, False) for i in (1, 2, 3)}
 
 
