@@ -13,7 +13,7 @@ APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark eth
 	openssh-client nftables qemu-system-x86 linux-image-amd64 busybox-static kmod procps \
 	hostapd wpasupplicant iw python3-venv python3-dev gcc libc6-dev make git \
 	chromium linux-source flex bison bc dwarves libelf-dev libssl-dev clang llvm libbpf-dev bpftool \
-	libmptcpd3-dev libell-dev pkg-config
+	libmptcpd3-dev libell-dev pkg-config mmdebstrap
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
 	ns3-oracle ns3-engine kernel-vm test-kernel mptcpd-plugin
@@ -79,7 +79,7 @@ test: setup
 
 test-long: setup ns3-engine
 	$(BIN)/python -m pytest -m long --ignore=tests/integration/test_kernel_vm.py \
-		--ignore=tests/integration/test_lab_vm.py tests
+		--ignore=tests/integration/test_lab_vm.py --ignore=tests/integration/test_kernel_role_vm.py tests
 
 # A small VM kernel with the upstream patch series (0002: net.mptcp.proactive_sched) into
 # /var/cache/mprig/kernel-vm/bzImage (kernel-configs/README.md: time, config); test-kernel
@@ -94,9 +94,12 @@ test-kernel: setup
 # The lab path end to end (issue 17) on a VM lab: one guest booting make kernel-vm's bzImage,
 # lab hosts as namespaces with sshd, hwsim Wi-Fi; site.yml provisions it from its generated
 # inventory, then the smoke campaign runs on it as a lab (README: what it proves, wall time).
+# Then the kernel role's build path: playbooks/kernel.yml builds Debian packages on this
+# machine, installs them on a guest with a disk of its own, reboots it and verifies.
 .PHONY: test-lab
 test-lab: setup
-	$(BIN)/python -m pytest -m long -v --durations=0 tests/integration/test_lab_vm.py
+	$(BIN)/python -m pytest -m long -v -s --durations=0 tests/integration/test_lab_vm.py \
+		tests/integration/test_kernel_role_vm.py
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
