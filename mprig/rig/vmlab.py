@@ -49,19 +49,22 @@ MAX_DBM = 20  # hwsim's channels allow 20 dBm: the power that stands for 0 dB of
 
 
 def lab_vars(rig: Rig, release: str, sysctls: tuple[str, ...]) -> dict[str, Any]:
-    """What a lab engineer adds to the rendered inventory's group_vars/all.yml."""
-    wifi = next(link for link in rig.paths if link.kind == "wifi")
-    attenuator = {
-        "driver": "txpower",
-        "host": wifi.router,
-        "interface": wifi.router_client_if,
-        "max_dbm": MAX_DBM,
-        "physical_m": 1.0,
+    """What a lab engineer adds to the rendered inventory's group_vars/all.yml: the kernel
+    expectations and, on the Wi-Fi path (if the campaign has one), the AP radio's attenuator."""
+    attenuators = {
+        link.name: {
+            "driver": "txpower",
+            "host": link.router,
+            "interface": link.router_client_if,
+            "max_dbm": MAX_DBM,
+            "physical_m": 1.0,
+        }
+        for link in [link for link in rig.paths if link.kind == "wifi"][:1]  # the hwsim hop
     }
     return {
         "kernel_expected_release": release,
         "kernel_required_sysctls": list(sysctls),
-        "mprig_attenuators": {wifi.name: attenuator},
+        "mprig_attenuators": attenuators,
     }
 
 
@@ -122,7 +125,9 @@ def up(
     t0 = time.monotonic()
     output = provision_lab(rig, inventory)
     seconds = round(time.monotonic() - t0, 1)
-    return {"recap": parse_recap(output), "provision_s": seconds, "link": wait_associated(rig)}
+    wifi = any(link.kind == "wifi" for link in rig.paths)
+    link = wait_associated(rig) if wifi else ""
+    return {"recap": parse_recap(output), "provision_s": seconds, "link": link}
 
 
 def main(argv: list[str] | None = None) -> int:

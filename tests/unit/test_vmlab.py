@@ -43,3 +43,18 @@ def test_lab_vars_put_the_txpower_driver_on_the_aps_radio() -> None:
             }
         },
     }
+
+
+def test_a_lab_without_wifi_gets_no_attenuator() -> None:
+    """Paper 002's four wired paths: a lab of routers, nothing to attenuate."""
+    paths = tuple(
+        PathLink(f"p{i}", "wired", f"eth{i}", f"10.{i}.1.2", f"r{i}", "lan0", "lan1")
+        for i in range(1, 5)
+    )
+    rig = Rig("lab", {}, paths, "10.0.0.1", "virtual-vm")
+    got = lab_vars(rig, "", ("net.mptcp.enabled",))
+    assert got == {
+        "kernel_expected_release": "",
+        "kernel_required_sysctls": ["net.mptcp.enabled"],
+        "mprig_attenuators": {},
+    }
