@@ -14,7 +14,13 @@ d) experiments/smoke.yaml, shortened to one 4 s repetition and given a distance 
    driver on the AP's hwsim radio for the distance (real `iw` calls, read back; hwsim does
    not attenuate the signal, so it stands in for an RF attenuator), no netem on the radio;
 e) the campaign's verified teardown (sysctls, qdiscs, BPF CCs back to the baseline), then
-   the lab is torn down.
+   the lab is torn down;
+f) a paper campaign on a second lab built for it: paper 002's case A (experiments/papers/
+   002-case-a-quick.yaml, one repetition: four wired paths behind four routers, Reno, 200 KB
+   receive buffer; original MPTCP and RBPM). site.yml provisions it, `mprig run --inventory`
+   runs it as a lab rig (netem on the routers, the RBPM controller on the client over SSH).
+   The only paper campaign without a BPF congestion control: make kernel-vm's kernel has no
+   BTF (vm-small.config), so LIA, CWA and the reordering CCs cannot load on it.
 
 A missing bzImage is a failure naming `make kernel-vm`, not a skip. Marked long; neither
 `make test` nor `make test-long` runs it. Under software emulation: see README (make test-lab).
@@ -71,6 +77,29 @@ def smoke_copy() -> str:
     return str(yaml.safe_dump(spec, sort_keys=False))
 
 
+def paper_copy() -> str:
+    """experiments/papers/002-case-a-quick.yaml, one repetition."""
+    spec = yaml.safe_load((REPO / "experiments" / "papers" / "002-case-a-quick.yaml").read_text())
+    spec.update(name="lab002a", repetitions=1)
+    return str(yaml.safe_dump(spec, sort_keys=False))
+
+
+def lab_campaign(
+    session: VmSession, share: Path, name: str, argv_up: list[str], timeout: float
+) -> dict[str, Any]:
+    """Up a lab for campaign share/NAME.yaml, run it as a lab rig, take the lab down."""
+    spec, inventory = share / f"{name}.yaml", share / f"{name}-inventory"
+    out: dict[str, Any] = {}
+    up = [PY, "-m", "mprig.rig.vmlab", "up", "--rig", RIG, "--campaign", str(spec)]
+    out["up"] = session.run([*up, "--inventory", str(inventory), *argv_up], timeout=2400)
+    if out["up"].returncode == 0:
+        run = ["ip", "netns", "exec", f"mprig-{RIG}-ctl", PY, "-m", "mprig.cli", "run", str(spec)]
+        run += ["--inventory", str(inventory), "--results", str(share / "results"), "--quiet"]
+        out["run"] = session.run(run, timeout=timeout)
+    out["down"] = session.run([PY, "-m", "mprig.rig.vmlab", "down", "--rig", RIG], timeout=300)
+    return out
+
+
 def guest_steps(session: VmSession, share: Path, release: str, sysctls: tuple[str, ...]) -> Any:
     """Run a) to e) in the guest; each step's VmResult by name (stops at the first failure
     of a step later steps need)."""
@@ -101,6 +130,9 @@ def guest_steps(session: VmSession, share: Path, release: str, sysctls: tuple[st
         iw = ["ip", "netns", "exec", f"mprig-{RIG}-ap", "tc", "qdisc", "show", "dev", "lan0"]
         out["radio_qdisc"] = session.run(iw, timeout=60)
     out["down"] = session.run([PY, "-m", "mprig.rig.vmlab", "down", "--rig", RIG], timeout=300)
+    kernel = ["--release", release, *[arg for s in sysctls for arg in ("--sysctl", s)]]
+    paper = lab_campaign(session, share, "lab002a", kernel, timeout=1500)
+    out.update({f"paper_{k}": v for k, v in paper.items()})
     out["netns"] = session.run(["ip", "netns", "list"], timeout=60)
     return out
 
@@ -109,6 +141,7 @@ def lab_session(image: Path, release: str, sysctls: tuple[str, ...]) -> Iterator
     """Boot `image` once, run the steps, yield (steps, results dir, wall seconds)."""
     share = Path(tempfile.mkdtemp(prefix="labvm-", dir="/var/tmp"))  # the guest has its own /tmp
     (share / "labsmoke.yaml").write_text(smoke_copy())
+    (share / "lab002a.yaml").write_text(paper_copy())
     t0 = time.monotonic()
     try:
         with pytest.MonkeyPatch.context() as mp:
@@ -227,6 +260,33 @@ def test_the_campaign_teardown_was_verified(lab: Any) -> None:
     assert sorted(teardown["after"]) == ["ap", "cell", "client", "server"]
 
 
+def test_paper_002_case_a_ran_on_its_own_lab(lab: Any) -> None:
+    _, release = built_kernel()
+    up = step(lab, "paper_up")
+    assert up.returncode == 0, (up.stdout + up.stderr)[-3000:]
+    recap = json.loads(up.stdout)["recap"]
+    assert {h: (c["failed"], c["unreachable"]) for h, c in recap.items()} == dict.fromkeys(
+        recap, (0, 0)
+    )
+    assert step(lab, "paper_run").returncode == 0, step(lab, "paper_run").stderr[-3000:]
+    results = lab[1].parent / "lab002a"
+    runs = {}
+    for run in json.loads((results / "campaign.json").read_text())["plan"]:
+        record = json.loads((results / run["run_id"] / "run.json").read_text())
+        runs[record["variant"]["name"]] = (record, results / run["run_id"])
+    summary = {v: (r["status"], r["rig_mode"], r["hosts"]["client"]["kernel"])
+               for v, (r, _) in runs.items()}  # fmt: skip
+    assert summary == {v: ("complete", "lab", release) for v in ("mptcp", "rbpm")}
+    # the controller ran on the lab's client and stopped a subflow (the slow path's first)
+    rbpm, bundle = runs["rbpm"]
+    log = [json.loads(line) for line in (bundle / "rbpm.jsonl").read_text().splitlines()]
+    stops = [r for r in log if r["event"] == "step" and r["decision"]["action"] == "backup"]
+    slow = next(link["client_addr"] for link in rbpm["links"] if link["name"] == "p4")
+    first = stops[0]["decision"]
+    assert [f["addr"] for f in first["subflows"] if f["key"] == first["targets"][0]] == [slow]
+
+
 def test_the_lab_is_gone_afterwards(lab: Any) -> None:
     assert step(lab, "down").returncode == 0, step(lab, "down").stderr
+    assert step(lab, "paper_down").returncode == 0, step(lab, "paper_down").stderr
     assert f"mprig-{RIG}-" not in step(lab, "netns").stdout
