@@ -115,13 +115,17 @@ def _debugfs(disk: Path, request: str) -> str:
     return _run(["debugfs", "-R", request, str(disk)], f"debugfs {request!r} on {disk}", 60)
 
 
-def boot_entries(disk: Path) -> list[str]:
+def boot_files(disk: Path) -> set[str]:
+    """File names in /boot of `disk` (debugfs `ls -p` lines: /inode/mode/uid/gid/name/size/)."""
+    lines = _debugfs(disk, "ls -p /boot").splitlines()
+    return {line.split("/")[5] for line in lines if line.count("/") >= 6}
+
+
+def boot_entries(disk: Path, files: set[str] | None = None) -> list[str]:
     """Kernel releases in /boot of `disk`, newest first (`sort -V`, as grub-mkconfig orders
     its menu)."""
-    names = _debugfs(disk, "ls -p /boot").splitlines()
-    # ls -p lines: /inode/mode/uid/gid/name/size/
-    releases = [f.split("/")[5].removeprefix("vmlinuz-") for f in names if f.count("/") >= 6
-                and f.split("/")[5].startswith("vmlinuz-")]  # fmt: skip
+    names = boot_files(disk) if files is None else files
+    releases = [f.removeprefix("vmlinuz-") for f in names if f.startswith("vmlinuz-")]
     if not releases:
         raise RuntimeError(f"{disk}: no /boot/vmlinuz-* to boot")
     done = subprocess.run(["sort", "-V", "-r"], input="\n".join(releases) + "\n",
@@ -194,9 +198,9 @@ class DiskVM:
         """Boot, and after every reboot (QEMU exits) boot the boot loader's choice again."""
         try:
             while not self._stop.is_set():
-                release = boot_entries(self.disk)[0]
-                listing = _debugfs(self.disk, f"stat /boot/initrd.img-{release}")
-                argv = self._qemu_argv(release, "Inode:" in listing)
+                files = boot_files(self.disk)
+                release = boot_entries(self.disk, files)[0]
+                argv = self._qemu_argv(release, f"initrd.img-{release}" in files)
                 self.boots.append(release)
                 self._qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
                 self._qemu.wait()
