@@ -125,7 +125,7 @@ reproduce: setup
 	$(BIN)/mprig reproduce $(PAPER) --profile full --run
 	$(BIN)/mprig reproduce --docs docs/papers.md
 
-# Every paper's core profile: the cells of its headline claims at n = 5 (about 2 h on 2 cores
+# Every paper's core profile: the cells of its headline claims at n = 5 (about 2.5 h on 2 cores
 # without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).
 # Writes reports/reproductions/<paper>/ for all five papers and docs/papers.md's numbers.
 papers-core: setup

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("papers", nargs="*", metavar="PAPER", help="paper ids: 000 001 002 003 004")
     p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2 h "
+                   help="quick: CI-sized, n = 3; core: the headline cells, n = 5 (about 2.5 h "
                    "for all papers without KVM); full: every cell at the papers' run lengths "
                    "(days without KVM). Default: quick")  # fmt: skip
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")

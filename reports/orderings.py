@@ -1,6 +1,8 @@
 """Orderings the papers show: several reference rows whose values the paper puts in an order
 (Table I's gain falling with the delay difference, Table III's solutions at 70 m), judged
-on our runs from the rows' own checks.
+on our runs from the rows' own checks. An ordering of gains over one baseline (paper 003's
+"TCP-DOOR +66 %, D-SACK +33 % over NoPR") ends with the baseline as a value: its last row
+must also lie above `above` (0 % gain), a step that holds when that row's interval does.
 
 A step "a above b" holds when the 95 % interval of the difference a - b lies above 0, is
 reversed when it lies below 0, and is open otherwise. The rows are independent samples, so
@@ -31,6 +33,7 @@ class Ordering:
     title: str
     ids: tuple[str, ...]
     paper: str  # the paper's values, as it prints them
+    above: float | None = None  # the last row must also lie above this value (a gain's 0)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class Step:
     """One adjacent pair of an ordering: a is claimed above b."""
 
     a: str
-    b: str
+    b: str  # a reference id, or the ordering's `above` value
     state: str  # holds | reversed | open | missing
 
 
@@ -58,6 +61,19 @@ def _t1(column: str) -> Ordering:
         "(0 > 100 > 500 ms)",
         tuple(f"000-t1-{column}-{d}ms" for d in (0, 100, 500)),
         paper,
+    )
+
+
+def _s1_gains(distance: int) -> Ordering:
+    """Paper 003's text on scenario 1 (stated for distances below 70 m; 70 m is its edge):
+    TCP-DOOR +66 % gThroughput over NoPR, D-SACK +33 % "with other CCs" than FC-CC."""
+    edge = ", the edge of the text's 'below 70 m'" if distance >= 70 else ""
+    return Ordering(
+        f"Scenario 1 at {distance} m{edge}, Co-CC, gThroughput gain over NoPR: "
+        "TCP-DOOR > D-SACK > 0",
+        (f"003-text-s1-{distance}m-tcpdoor-gain-co", f"003-text-s1-{distance}m-dsack-gain-co"),
+        "66 > 33 > 0 %",
+        above=0.0,
     )
 
 
@@ -97,6 +113,7 @@ ORDERINGS: dict[str, tuple[Ordering, ...]] = {
             ("003-t4-s1-tcpdoor-co", "003-t4-s1-dsack-co", "003-t4-s1-nopr-co"),
             "299.4 > 30.1 > 5.5 KB",
         ),
+        *(_s1_gains(d) for d in (10, 60, 70)),
     ),
 }
 
@@ -122,12 +139,29 @@ def step(a: Check | None, b: Check | None) -> str:
     return "open"
 
 
+def step_above(a: Check | None, value: float) -> str:
+    """holds: a's 95 % interval lies above VALUE; reversed: below it; open: it holds VALUE;
+    missing: a has no interval."""
+    ia = _interval(a)
+    if ia is None:
+        return "missing"
+    if ia[0] > value:
+        return "holds"
+    if ia[1] < value:
+        return "reversed"
+    return "open"
+
+
 def judge(ordering: Ordering, checks: dict[str, Check]) -> Judged:
     """The ordering's verdict from its rows' checks (by reference id)."""
     ids = ordering.ids
     steps = tuple(
         Step(a, b, step(checks.get(a), checks.get(b))) for a, b in itertools.pairwise(ids)
     )
+    if ordering.above is not None:
+        last = ids[-1]
+        above = step_above(checks.get(last), ordering.above)
+        steps += (Step(last, f"{ordering.above:g}", above),)
     states = {s.state for s in steps}
     if "missing" in states:
         verdict = "not comparable"
@@ -137,7 +171,10 @@ def judge(ordering: Ordering, checks: dict[str, Check]) -> Judged:
         verdict = "reproduced"
     else:
         verdict = "inconclusive"
-    return Judged(ordering, verdict, steps, tuple(_ours(checks.get(i)) for i in ids))
+    ours = tuple(_ours(checks.get(i)) for i in ids)
+    if ordering.above is not None:
+        ours += (f"{ordering.above:g}",)
+    return Judged(ordering, verdict, steps, ours)
 
 
 def _ours(c: Check | None) -> str:

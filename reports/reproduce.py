@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPERS_DIR = ROOT / "experiments" / "papers"
 REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed core/full reproductions
 # quick: CI-sized checks of the machinery (n = 3). core: the cells of each paper's headline
-# claims at n = 5, sized for a 2-core host without KVM (about 2 h for all five papers).
+# claims at n = 5, sized for a 2-core host without KVM (about 2.5 h for all five papers).
 # full: the papers' run lengths and repetitions over every cell (days without KVM).
 PROFILES = ("quick", "core", "full")
 COMMITTED = ("core", "full")  # profiles whose reproductions go to reports/reproductions

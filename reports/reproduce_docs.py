@@ -50,7 +50,7 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
     lines += ordering_lines(verdicts)
     lines += checked_lines(verdicts)
     lines += ["", "Per reference: `reports/reproductions/<paper>/report.md`; a paper without a "
-              "committed reproduction runs with `make papers-core` (about 2 h for all five) or "
+              "committed reproduction runs with `make papers-core` (about 2.5 h for all five) or "
               "`make reproduce PAPER=<paper>` (the full profile: days without KVM).", "",
               DOCS_END]  # fmt: skip
     return "\n".join(lines)

@@ -51,12 +51,41 @@ def test_a_row_without_an_interval_is_not_comparable_never_reproduced() -> None:
     assert orderings.judge_all("000", [])[0].verdict == "not comparable"
 
 
+GAINS = orderings.ORDERINGS["003"][-2]  # scenario 1 at 60 m: TCP-DOOR gain > D-SACK gain > 0
+
+
+def judge_gains(
+    door: tuple[float, float, float], dsack: tuple[float, float, float]
+) -> orderings.Judged:
+    rows = dict(zip(GAINS.ids, (door, dsack), strict=True))
+    return orderings.judge(GAINS, {i: check(i, *r) for i, r in rows.items()})
+
+
+def test_gains_over_a_baseline_end_with_the_baseline_itself() -> None:
+    assert "60 m" in GAINS.title and GAINS.above == 0.0
+    j = judge_gains((60, 45, 75), (25, 15, 35))
+    assert (j.verdict, [s.state for s in j.steps]) == ("reproduced", ["holds", "holds"])
+    assert j.ours[-1] == "0" and j.steps[-1].b == "0"
+    # D-SACK's interval holding 0: no better than NoPR is not shown, so never reproduced
+    j = judge_gains((60, 45, 75), (8, -4, 20))
+    assert (j.verdict, [s.state for s in j.steps]) == ("inconclusive", ["holds", "open"])
+    # D-SACK below NoPR contradicts it even when TCP-DOOR leads
+    j = judge_gains((60, 45, 75), (-20, -30, -10))
+    assert (j.verdict, j.steps[-1].state) == ("contradicted", "reversed")
+    # no gains at all (every method alike): neither step holds
+    j = judge_gains((1, -5, 7), (0, -6, 6))
+    assert (j.verdict, [s.state for s in j.steps]) == ("inconclusive", ["open", "open"])
+    assert judge_gains((60, 45, 75), (25, math.nan, math.nan)).verdict == "not comparable"
+
+
 @pytest.mark.parametrize("paper", sorted(orderings.ORDERINGS))
 def test_every_ordering_names_shipped_references_in_the_papers_order(paper: str) -> None:
     entries = refspec.load_all()
     for o in orderings.ORDERINGS[paper]:
         values = [entries[i].ref.value for i in o.ids]  # KeyError: an unknown id
         assert all(e.paper.id == paper for e in (entries[i] for i in o.ids))
+        if o.above is not None:
+            values.append(o.above)
         assert values == sorted(values, reverse=True), o.title  # the paper's own order
 
 

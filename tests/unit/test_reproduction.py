@@ -139,7 +139,7 @@ def test_core_profile_reports_its_campaigns_and_names_the_ones_it_leaves_out(
     report = reproduce.reproduce("003", "core", results, tmp_path / "out", run=False)
     assert report == tmp_path / "out" / "003" / "report.md"
     text = report.read_text()
-    assert "30 of 30 runs complete" in text
+    assert "90 of 90 runs complete" in text
     for stem in ("003-scenario2", "003-scenario3", "003-scenario4"):
         section = text.split(f"## {stem}-core")[1].split("\n## ")[0]
         assert f"Not part of the core profile: no {stem}-core.yaml" in section
