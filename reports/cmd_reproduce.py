@@ -59,6 +59,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "for all papers without KVM); full: every cell at the papers' run lengths "
                    "(days without KVM). Default: quick")  # fmt: skip
     p.add_argument("--run", action="store_true", help="run and collect the campaigns first")
+    p.add_argument("--partial", action="store_true",
+                   help="core and full profiles: write the reproduction although some of its "
+                   "campaigns have not run every planned run (refused otherwise, so a "
+                   "committed reproduction is never replaced by part of one); environment.json "
+                   "and report.md then list what is missing")  # fmt: skip
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where PAPER/ goes (default: reports/reproductions for the core and "
@@ -95,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         if args.from_committed:
             report = reproduce_committed.rejudge(out / paper, args.results)
         else:
-            report = reproduce(paper, args.profile, args.results, out, args.run)
+            report = reproduce(paper, args.profile, args.results, out, args.run, args.partial)
         print(report)
         print(reproduce_html.write(report.parent))
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+from reports import reproduce_gaps
 from reports.paperplans import PAPERS, Comparison, PaperPlan
 from reports.reproduce_delay import delay_lines
 from reports.results import fmt_value
@@ -208,6 +209,7 @@ def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...]
     from reports import orderings
 
     lines = [f"# Reproduction of paper {plan.paper}: {plan.title}", ""]
+    lines += reproduce_gaps.lines(reproduce_gaps.gaps(outcomes, PAPERS_DIR))
     for o in outcomes:
         lines += _campaign_section(plan, o)
     lines += orderings.lines(
@@ -231,7 +233,9 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
             return [*lines, f"Not part of the {o.profile} profile: {o.missing}.", ""]
         return [*lines, f"No results: {o.missing}. Run `{cmd}`.", ""]
     r = o.results
-    lines += [f"{len(r.complete)} of {len(r.runs)} runs complete ({r.root}).", ""]
+    never = f"; {len(r.missing)} planned runs never ran" if r.missing else ""
+    planned = max(len(r.runs), len(r.planned))
+    lines += [f"{len(r.complete)} of {planned} runs complete{never} ({r.root}).", ""]
     for comp in (c for c in plan.comparisons if c.campaign == o.stem):
         rows = comparison_rows(r, comp)
         lines += (
@@ -405,6 +409,8 @@ def write_reproduction(
     fsio.write_text(out / "metrics.csv", metrics.to_csv(index=False))
     summary = {"paper": plan.paper, "profile": outcomes[0].profile if outcomes else ""}
     env = {**summary, **environment(outcomes)}
+    if found := reproduce_gaps.gaps(outcomes, PAPERS_DIR):
+        env["incomplete"] = found  # a partial reproduction (--partial) says what is missing
     fsio.write_text(out / "environment.json", json.dumps(env, indent=1, sort_keys=True) + "\n")
     return write_judgement(plan, outcomes, cc, out)
 
@@ -425,15 +431,20 @@ def write_judgement(
     return fsio.write_text(out / "report.md", text)
 
 
-def reproduce(paper: str, profile: str, results_root: Path, out: Path, run: bool) -> Path:
-    """Optionally run a paper's campaigns, then write OUT/<paper>/ (core and full profiles)
-    or OUT/<paper>-quick/: metrics, report, environment, verdicts. Returns its report.md."""
+def reproduce(
+    paper: str, profile: str, results_root: Path, out: Path, run: bool, partial: bool = False
+) -> Path:
+    """Optionally run a paper's campaigns, then write OUT/<paper>/ (core, full: refused with
+    runs never run, unless PARTIAL) or OUT/<paper>-quick/. Returns its report.md."""
     if paper not in PAPERS:
         raise UsageError(f"paper {paper!r}: no such paper (papers: {', '.join(PAPERS)})")
     plan = PAPERS[paper]
     if run:
         run_campaigns(plan, profile, results_root)
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
-    cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
     name = paper if profile in COMMITTED else f"{paper}-{profile}"
+    found = reproduce_gaps.gaps(outcomes, PAPERS_DIR)
+    if profile in COMMITTED and not partial:
+        reproduce_gaps.refuse(paper, profile, found, str(out / name))
+    cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
     return write_reproduction(plan, outcomes, cc, out / name)

@@ -151,6 +151,40 @@ def test_core_profile_reports_its_campaigns_and_names_the_ones_it_leaves_out(
     assert sum(v["campaigns"]["003-scenario1-core"].values()) > 0
 
 
+def test_a_core_or_full_profile_with_runs_never_run_is_not_written_over_the_committed_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full profile runs over many sessions: a reproduction written halfway would replace
+    the committed one, and docs/papers.md's numbers, with part of one. Refused, naming what
+    is missing; --partial writes it and says so."""
+    results, out = tmp_path / "results", tmp_path / "out"
+    ps.write(results / "004-fig7-full", "004-fig7-full")  # 4 of the 5 campaigns never ran
+    root = ps.write(results / "004-fig6c-full", "004-fig6c-full")
+    runs = pd.read_parquet(root / "runs.parquet")
+    runs.iloc[:6].to_parquet(root / "runs.parquet")  # 6 of 60 ran: the session ended
+    (out / "004").mkdir(parents=True)
+    (out / "004" / "report.md").write_text("committed\n")
+    argv = ["reproduce", "004", "--profile", "full", "--results", str(results), "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "004-fig6c-full: 54 of 60 planned runs never ran" in err
+    assert "004-fig4-full: no results" in err and "004-fig7-full" not in err
+    assert "--partial" in err and (out / "004" / "report.md").read_text() == "committed\n"
+
+    assert cli.main([*argv, "--partial"]) == 0
+    text = (out / "004" / "report.md").read_text()
+    assert text.splitlines()[2].startswith("**Partial reproduction:** 004-fig4-full: no results")
+    assert "6 of 60 runs complete; 54 planned runs never ran" in text
+    env = json.loads((out / "004" / "environment.json").read_text())
+    assert "004-fig6c-full: 54 of 60 planned runs never ran" in env["incomplete"]
+    # every campaign complete: written without --partial, and nothing says partial
+    for stem in paperplans.PAPERS["004"].campaigns:
+        ps.write(results / f"{stem}-full", f"{stem}-full", repetitions=1)
+    assert cli.main(argv) == 0
+    assert "Partial" not in (out / "004" / "report.md").read_text()
+    assert "incomplete" not in json.loads((out / "004" / "environment.json").read_text())
+
+
 THIN = "\u202f"  # the thousands separator of every view (reports.tables.sig)
 OOO_BO = {"id": "000-t3-70m-dsack-ooo-bo", "verdict": "uninformative", "paper": 106.0,
           "ours": 2044.5, "low": 988.53, "high": 3100.4, "n": 5}  # fmt: skip
