@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,13 +30,28 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from mprig.errors import MprigError, ToolMissing
+from mprig.errors import MprigError, ToolMissing, UsageError
 from mprig.rig import kvm, vmboot
 from mprig.rig.vmprobe import IN_VM_ENV, find_kernel
 from mprig.rig.vmprobe import acceleration as acceleration  # run.py reads vm.acceleration()
 from mprig.tools import which
 
 VM_HOSTNAME = "mprig-vm"
+# The guest's memory. Its /tmp (an overlay on a tmpfs of half the memory) holds a run's
+# captures three times over while they are fetched and joined: 2G ran out on one run of paper
+# 004's Fig. 6(c) (three 100 Mbit/s links, 60 s; 353 MB bundles). MPRIG_VM_MEMORY=8G for more.
+VM_MEMORY_DEFAULT = "4G"
+VM_MEMORY_ENV = "MPRIG_VM_MEMORY"
+
+
+def vm_memory() -> str:
+    """The guest's memory: MPRIG_VM_MEMORY (e.g. 6G, 3072M) or VM_MEMORY_DEFAULT."""
+    value = os.environ.get(VM_MEMORY_ENV, "").strip() or VM_MEMORY_DEFAULT
+    if not re.fullmatch(r"[1-9][0-9]*[MG]", value):
+        raise UsageError(f"{VM_MEMORY_ENV}={value!r}: give a size such as 4G or 3072M")
+    return value
+
+
 SHARE_ROOT = Path("/var/tmp")  # host directory for per-VM exchange dirs (not /tmp: VM has its own)
 # Boot deadlines: a KVM guest is up in seconds, a software-emulated one in 25-50 s on an
 # idle 2-core machine; MPRIG_VM_KVM_BOOT_TIMEOUT / MPRIG_VM_BOOT_TIMEOUT override them.
@@ -199,7 +215,7 @@ def run_in_vm(
     argv: list[str],
     rwdirs: list[Path],
     *,
-    memory: str = "2G",
+    memory: str | None = None,
     cpus: int = 2,
     timeout: float | None = None,
     console: Path | None = None,
@@ -216,6 +232,7 @@ def run_in_vm(
     machine-wide with a lock on /tmp/mprig-vm.lock.
     """
     tell = say or _say
+    memory = memory or vm_memory()
     share = new_share()
     try:
         status = share / "status"

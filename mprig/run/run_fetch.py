@@ -7,7 +7,9 @@ the ss sampler's interval, the traffic tool's summary).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import shutil
 import tarfile
 import tempfile
 import time
@@ -16,9 +18,10 @@ from typing import Any
 
 from mprig.errors import HostError
 from mprig.rig import batch
+from mprig.rig.vm import VM_MEMORY_DEFAULT
 from mprig.run import apps, bundle, capture, commands, latency, rbpm_run, timeline, traffic
 from mprig.run.crossflow import cross_files
-from mprig.run.run_attempt import Attempt, RunFailed, capture_interfaces
+from mprig.run.run_attempt import Attempt, OutOfSpace, RunFailed, capture_interfaces
 from mprig.stack.userpm import files as mptcpd_files
 
 
@@ -81,7 +84,7 @@ def fetch_stage(a: Attempt) -> None:
                     if src is None:
                         raise RunFailed(f"{host}: {name} is not a file", transient=True)
                     to = parts if _joined(name) else a.staging
-                    (to / bundle_name(host, name)).write_bytes(src.read())
+                    unpack(src.read(), to / bundle_name(host, name), a.staging)
             tar.unlink()
 
         t0 = time.monotonic()
@@ -90,6 +93,30 @@ def fetch_stage(a: Attempt) -> None:
         join_captures(a, parts)
     a.stage_s["fetch"] = round(t1 - t0, 3)
     a.stage_s["join"] = round(time.monotonic() - t1, 3)
+
+
+def unpack(data: bytes, to: Path, staging: Path) -> None:
+    """Write one fetched file. A full file system is named, not a traceback: the results'
+    (staging's) stops the campaign (OutOfSpace, completed runs kept); the local scratch's (in
+    VM mode the guest's /tmp, half the guest's memory, which holds the run's captures three
+    times over while they are fetched and joined) fails this run only."""
+    try:
+        to.write_bytes(data)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        free = shutil.disk_usage(to.parent).free >> 20
+        what = (
+            f"no space left for {to.name} ({len(data) >> 20} MiB) in {to.parent} ({free} MiB free)"
+        )
+        if to.parent == staging:
+            raise OutOfSpace(f"{what}; free space and rerun (completed runs are kept)") from None
+        raise RunFailed(
+            f"{what}: this run's captures need about three times their size in the rig's "
+            "scratch space; in VM mode give the guest more memory (MPRIG_VM_MEMORY, default "
+            f"{VM_MEMORY_DEFAULT}) or capture less (capture.snaplen, shorter runs)",
+            transient=False,
+        ) from None
 
 
 def _joined(remote_name: str) -> bool:
