@@ -18,7 +18,6 @@ from typing import Any
 
 from mprig.errors import HostError
 from mprig.rig import batch
-from mprig.rig.vm import VM_MEMORY_DEFAULT
 from mprig.run import apps, bundle, capture, commands, latency, rbpm_run, timeline, traffic
 from mprig.run.crossflow import cross_files
 from mprig.run.run_attempt import Attempt, OutOfSpace, RunFailed, capture_interfaces
@@ -113,8 +112,8 @@ def unpack(data: bytes, to: Path, staging: Path) -> None:
             raise OutOfSpace(f"{what}; free space and rerun (completed runs are kept)") from None
         raise RunFailed(
             f"{what}: this run's captures need about three times their size in the rig's "
-            "scratch space; in VM mode give the guest more memory (MPRIG_VM_MEMORY, default "
-            f"{VM_MEMORY_DEFAULT}) or capture less (capture.snaplen, shorter runs)",
+            "scratch space; in VM mode give the guest more memory (MPRIG_VM_MEMORY=8G) or "
+            "capture less (capture.snaplen, shorter runs)",
             transient=False,
         ) from None
 
