@@ -108,15 +108,21 @@ def check_bundles(results: Path, plan: list[dict[str, object]]) -> None:
 
 
 def check_paths_used(results: Path, plan: list[dict[str, object]]) -> None:
-    """MPTCP carried data over both paths (both routers' download qdiscs sent megabytes);
-    single-path TCP over wifi left the cellular path idle."""
+    """Both MPTCP runs carried data over both paths (both routers' download qdiscs sent
+    megabytes) and together beat the wifi path alone; single-path TCP over wifi left the
+    cellular path idle."""
     by_variant = {p["variant"]["name"]: results / str(p["run_id"]) for p in plan}  # type: ignore[index]
-    wifi = netem_sent((by_variant["mptcp"] / "tc-ap-after.txt").read_text())
-    cell = netem_sent((by_variant["mptcp"] / "tc-cell-after.txt").read_text())
-    assert wifi["lan0"] > 2_000_000 and cell["lan0"] > 1_000_000, (wifi, cell)
+    for v in ("mptcp", "mptcp2"):
+        wifi = netem_sent((by_variant[v] / "tc-ap-after.txt").read_text())
+        cell = netem_sent((by_variant[v] / "tc-cell-after.txt").read_text())
+        assert wifi["lan0"] > 2_000_000 and cell["lan0"] > 1_000_000, (v, wifi, cell)
     assert netem_sent((by_variant["tcp_wifi"] / "tc-cell-after.txt").read_text())["lan0"] < 50_000
-    mptcp, tcp = (bundle.read_record(by_variant[v]) for v in ("mptcp", "tcp_wifi"))
-    assert mptcp["summary"]["throughput_bps"] > 1.2 * tcp["summary"]["throughput_bps"]
+    bps = {v: bundle.read_record(d)["summary"]["throughput_bps"] for v, d in by_variant.items()}
+    # Measured on this campaign, 12 campaigns in one VM plus the CI run that failed the old
+    # check (each MPTCP run > 1.2 x TCP): TCP over wifi 18.3-19.0 Mbit/s; one MPTCP run of 3 s
+    # 19.9-26.8, a loss on the cell path sometimes stalling a whole second (11.2 Mbit/s);
+    # the mean of the two MPTCP runs 1.21-1.41 x TCP. A fallback to one path (<= TCP) fails.
+    assert (bps["mptcp"] + bps["mptcp2"]) / 2 > 1.05 * bps["tcp_wifi"], bps
 
 
 def start_background(s: Session, argv: list[str], base: Path) -> None:
