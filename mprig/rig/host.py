@@ -7,10 +7,10 @@ and a lab inventory both produce a `Rig`; the runner only sees this module's typ
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 # A Linux interface name (IFNAMSIZ - 1 characters, no slash or space), and not one that
 # captures more than a data interface.
@@ -80,8 +80,10 @@ class Host(Protocol):
         """Copy a remote file to a local path."""
         ...
 
-    def fetch_tar(self, directory: str, names: Sequence[str], local: FsPath) -> None:
-        """Write to a local path a tar of the named files of a remote directory."""
+    def read_tar(
+        self, directory: str, names: Sequence[str], consume: Callable[[IO[bytes]], None]
+    ) -> None:
+        """Hand `consume` a tar of the named files of a remote directory, as a stream."""
         ...
 
     def close(self) -> None:

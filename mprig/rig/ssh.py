@@ -13,13 +13,16 @@ mprig-<rig>-ctl ssh ...`), where the management bridge is; for a lab there is no
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
+import threading
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
+from typing import IO
 
 from mprig.errors import HostError
 from mprig.rig.host import Result
@@ -141,19 +144,47 @@ class SshHost:
         """Copy a remote file to `local` (`cat` over the host's session, streamed)."""
         self._stream(f"exec cat -- {shlex.quote(remote)}", local, remote)
 
-    def fetch_tar(self, directory: str, names: Sequence[str], local: FsPath) -> None:
-        """A tar of `names` in the remote `directory`, streamed to `local` as tar writes it
-        (one program started, nothing written on the host)."""
+    def read_tar(
+        self, directory: str, names: Sequence[str], consume: Callable[[IO[bytes]], None]
+    ) -> None:
+        """A tar of `names` in the remote `directory`, handed to `consume` as a stream while
+        tar writes it: nothing of it is stored on either side. An error `consume` raises is
+        raised here once the stream has ended (the rest of it is read and dropped, so the
+        remote tar is never left blocked); a failed tar is raised first, as HostError."""
         argv = ["tar", "-C", directory, "-cf", "-", "--", *names]
-        self._stream(f"exec {shlex.join(argv)}", local, f"{directory}: {' '.join(names)}")
+        what = f"{directory}: {' '.join(names)}"
+        fd_in, fd_out = os.pipe()
+        failed: list[BaseException] = []
+
+        def reader() -> None:
+            with open(fd_in, "rb") as stream:
+                try:
+                    consume(stream)
+                except BaseException as e:  # re-raised in the caller's thread below
+                    failed.append(e)
+                while stream.read(1 << 16):
+                    pass
+
+        thread = threading.Thread(target=reader, name=f"read-tar-{self.name}", daemon=True)
+        thread.start()
+        try:
+            with open(fd_out, "wb") as pipe:
+                self._send(f"exec {shlex.join(argv)}", pipe.write, what)
+        finally:
+            thread.join()
+        if failed:
+            raise failed[0]
 
     def _stream(self, script: str, local: FsPath, what: str) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
         with open(local, "wb") as out:
-            try:
-                code, _, err = self.session.run(script, timeout=300, sink=out.write)
-            except SessionError as e:
-                self._session_failed(e, f"fetch {what}")
+            self._send(script, out.write, what)
+
+    def _send(self, script: str, sink: Callable[[bytes], object], what: str) -> None:
+        try:
+            code, _, err = self.session.run(script, timeout=300, sink=sink)
+        except SessionError as e:
+            self._session_failed(e, f"fetch {what}")
         if code != 0:
             raise HostError(self.name, f"fetch {what} failed: {err.strip()}")
 

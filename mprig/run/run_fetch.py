@@ -14,7 +14,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mprig.errors import HostError
 from mprig.rig import batch
@@ -63,7 +63,8 @@ def remote_files(a: Attempt) -> dict[str, list[str]]:
 
 def fetch_stage(a: Attempt) -> None:
     """Each host's files (tcpdump's log with them: its exit summary says what the kernel
-    dropped) streamed as one tar, unpacked under their bundle names: into staging, except
+    dropped) streamed as one tar and unpacked as it arrives (the tar itself is never
+    stored) under their bundle names: into staging, except
     the per-interface captures and logs, which go to a local scratch directory and reach
     staging joined (in VM mode staging is on the host's file system, where every megabyte
     written and read again costs)."""
@@ -72,19 +73,26 @@ def fetch_stage(a: Attempt) -> None:
         parts = Path(scratch)
 
         def fetch(host: str) -> None:
-            tar = parts / f"{host}.tar"
+            wanted = set(files[host])
+
+            def take(stream: IO[bytes]) -> None:
+                with tarfile.open(fileobj=stream, mode="r|") as t:  # "r|*" would import lzma
+                    for member in t:
+                        src = t.extractfile(member)
+                        if member.name not in wanted or src is None:
+                            raise RunFailed(f"{host}: {member.name} is not a file", transient=True)
+                        wanted.discard(member.name)
+                        to = parts if _joined(member.name) else a.staging
+                        unpack(src, member.size, to / bundle_name(host, member.name), a.staging)
+
             try:
-                a.rig.hosts[host].fetch_tar(a.remote(host), files[host], tar)
+                a.rig.hosts[host].read_tar(a.remote(host), files[host], take)
             except HostError as e:
                 raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
-            with tarfile.open(tar, "r:") as t:  # "r:*" would import gzip, bz2, lzma
-                for name in files[host]:
-                    src = t.extractfile(name)
-                    if src is None:
-                        raise RunFailed(f"{host}: {name} is not a file", transient=True)
-                    to = parts if _joined(name) else a.staging
-                    unpack(src.read(), to / bundle_name(host, name), a.staging)
-            tar.unlink()
+            except tarfile.TarError as e:
+                raise RunFailed(f"fetch from {host}: {e}", transient=True) from None
+            if wanted:
+                raise RunFailed(f"{host}: {', '.join(sorted(wanted))} not fetched", transient=True)
 
         t0 = time.monotonic()
         batch.parallel(fetch, list(files))
@@ -94,26 +102,26 @@ def fetch_stage(a: Attempt) -> None:
     a.stage_s["join"] = round(time.monotonic() - t1, 3)
 
 
-def unpack(data: bytes, to: Path, staging: Path) -> None:
-    """Write one fetched file. A full file system is named, not a traceback: the results'
-    (staging's) stops the campaign (OutOfSpace, completed runs kept); the local scratch's (in
-    VM mode the guest's /tmp, half the guest's memory, which holds the run's captures three
-    times over while they are fetched and joined) fails this run only."""
+def unpack(src: IO[bytes], size: int, to: Path, staging: Path) -> None:
+    """Write one fetched file (`size` bytes) as it streams in. A full file system is named,
+    not a traceback: the results' (staging's) stops the campaign (OutOfSpace, completed runs
+    kept); the local scratch's (in VM mode the guest's /tmp, half the guest's memory, which
+    holds the run's captures twice while they are fetched: once where they were written,
+    once fetched for the join) fails this run only."""
     try:
-        to.write_bytes(data)
+        with open(to, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
     except OSError as e:
         if e.errno != errno.ENOSPC:
             raise
         free = shutil.disk_usage(to.parent).free >> 20
-        what = (
-            f"no space left for {to.name} ({len(data) >> 20} MiB) in {to.parent} ({free} MiB free)"
-        )
+        what = f"no space left for {to.name} ({size >> 20} MiB) in {to.parent} ({free} MiB free)"
         if to.parent == staging:
             raise OutOfSpace(f"{what}; free space and rerun (completed runs are kept)") from None
         raise RunFailed(
-            f"{what}: this run's captures need about three times their size in the rig's "
-            "scratch space; in VM mode give the guest more memory (MPRIG_VM_MEMORY=8G) or "
-            "capture less (capture.snaplen, shorter runs)",
+            f"{what}: this run's captures need about twice their size in the rig's scratch "
+            "space; in VM mode give the guest more memory (MPRIG_VM_MEMORY=8G) or capture "
+            "less (capture.snaplen, shorter runs)",
             transient=False,
         ) from None
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -134,25 +135,38 @@ def test_fetch_copies_a_remote_file(rig: Rig, tmp_path: Path) -> None:
     assert e.value.transient is False
 
 
-def test_fetch_tar_streams_the_named_files_and_names_a_missing_one(
-    rig: Rig, tmp_path: Path
-) -> None:
-    """A run's files come back as one tar streamed over the host's session: the files
-    byte for byte (a binary one too), and a file that is not there fails the fetch with
-    its name."""
+def test_read_tar_streams_the_named_files_and_names_a_missing_one(rig: Rig) -> None:
+    """A run's files come back as one tar streamed over the host's session into the reader,
+    nothing stored on either side: the files byte for byte (a binary one of 10 MB too), a
+    file that is not there fails the fetch with its name, and a reader that fails midway
+    has its error raised after the stream is drained, the session still usable."""
     import tarfile
 
     host, remote = rig.hosts["client"], f"/tmp/{NAME}-tar"
-    payload = bytes(range(256)) * 40
+    payload = bytes(range(256)) * 40_000
     host.run(["mkdir", "-p", remote])
     host.run(["sh", "-c", 'cat > "$1"/a.bin; echo text > "$1"/b.txt', "w", remote],
              input=payload)  # fmt: skip
-    host.fetch_tar(remote, ["a.bin", "b.txt"], tmp_path / "x.tar")
-    with tarfile.open(tmp_path / "x.tar") as t:
-        assert t.getnames() == ["a.bin", "b.txt"]
-        assert t.extractfile("a.bin").read() == payload  # type: ignore[union-attr]
+    got: dict[str, bytes] = {}
+
+    def keep(stream: IO[bytes]) -> None:
+        with tarfile.open(fileobj=stream, mode="r|") as t:
+            for m in t:
+                got[m.name] = t.extractfile(m).read()  # type: ignore[union-attr]
+
+    host.read_tar(remote, ["a.bin", "b.txt"], keep)
+    assert got == {"a.bin": payload, "b.txt": b"text\n"}
     with pytest.raises(HostError, match=r"client: fetch .*-tar: a.bin gone.txt failed: .*gone"):
-        host.fetch_tar(remote, ["a.bin", "gone.txt"], tmp_path / "y.tar")
+        host.read_tar(remote, ["a.bin", "gone.txt"], keep)
+
+    def give_up(stream: IO[bytes]) -> None:
+        stream.read(1000)
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        host.read_tar(remote, ["a.bin", "b.txt"], give_up)
+    assert host.script("echo still here").stdout == "still here\n"
+    host.run(["rm", "-r", remote])
 
 
 def test_scripts_run_over_one_session_per_host_in_its_namespace(rig: Rig) -> None:
