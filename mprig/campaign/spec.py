@@ -145,7 +145,11 @@ def _axis_value_issue(campaign: Campaign, key: str, value: AxisValue) -> str | N
         applied = apply_point(campaign, {key: value})
         check_variant_refs(applied.variants, [p.name for p in applied.paths])
     except ValidationError as e:
-        return f"value {show(value)}: {describe_validation(e)}"
+        text = describe_validation(e)
+        where, sep, message = text.partition(": ")
+        if sep and where.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1]:
+            text = message  # the axis names the field; not where it lands (`down.aqm`)
+        return f"value {show(value)}: {text}"
     except SpecIssue as e:
         return f"value {show(value)}: {e.message}"
     return None

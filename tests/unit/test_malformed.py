@@ -60,8 +60,8 @@ EXPECTED = {
     "sweep_unknown_variant.yaml": ":18: sweep.axes[variants.tcp_cell.cc]: no variant named"
     " 'tcp_cell'; variants: mptcp, tcp_wifi",
     "sweep_value_out_of_range.yaml": ":18: sweep.axes[paths.cell.loss_pct]: value 150:"
-    " down.loss_pct: must be less than or equal to 100, got 150 (allowed: >= 0 and <= 100:"
-    " a percentage of packets)",
+    " must be less than or equal to 100, got 150 (allowed: >= 0 and <= 100: a percentage"
+    " of packets)",
     "sysctl_outside_net.yaml": ":17: variants.tcp_wifi.sysctls.kernel.core_pattern: not a"
     " sysctl mprig sets and restores; allowed: the per-namespace net.ipv4.tcp_* and"
     " net.mptcp.* keys listed in docs/campaign.md\n"

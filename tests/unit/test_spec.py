@@ -256,6 +256,23 @@ def test_sweep_values_are_type_checked() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("axis", "values", "message"),
+    [
+        ("paths.wifi.aqm", "[pfifo, sfq]", "value 'sfq': must be 'pfifo', 'fq_codel' or 'cake'"),
+        ("paths.wifi.rate_mbit", "[5, -1]", "value -1: must be greater than 0, got -1"),
+        ("paths.cell.down.delay_ms", "[5, -3]", "value -3: must be greater than or equal to 0"),
+    ],
+)
+def test_a_sweep_value_is_named_by_its_axis_not_by_the_model_it_lands_in(
+    axis: str, values: str, message: str
+) -> None:
+    """The axis already names the field: the error does not add where the value lands
+    inside the path (`down.aqm`), which the user never wrote."""
+    err = spec_error(BASE + f"sweep:\n  axes:\n    {axis}: {values}\n")
+    assert err[2] == f"sweep.axes[{axis}]" and err[3].startswith(message), err
+
+
 def test_unreadable_file(tmp_path: FsPath) -> None:
     with pytest.raises(SpecError) as exc:
         load_campaign(tmp_path / "missing.yaml")
