@@ -100,16 +100,22 @@ def _print_status(rows: list[dict[str, Any]]) -> None:
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
 
 
-def summary_rows(rows: list[dict[str, Any]]) -> list[tuple[str, float | None, int, int]]:
-    """(variant, mean throughput bit/s of complete runs, n complete, failures) per variant."""
+NOT_RUN = ("missing", "interrupted")  # redone by the next `mprig run`; not a failure
+
+
+def summary_rows(rows: list[dict[str, Any]]) -> list[tuple[str, float | None, int, int, int]]:
+    """(variant, mean throughput bit/s of complete runs, n complete, failed, not run) per
+    variant. A run that never ran, or was interrupted, is not run, not failed: an interrupted
+    campaign's summary must not read as 70 failures."""
     out = []
     for variant in dict.fromkeys(r["variant"] for r in rows):
         mine = [r for r in rows if r["variant"] == variant]
         tput = [r["throughput_bps"] for r in mine if r["status"] == "complete"]
         tput = [t for t in tput if t is not None]
         mean = sum(tput) / len(tput) if tput else None
-        failures = sum(r["status"] != "complete" for r in mine)
-        out.append((variant, mean, len(tput), failures))
+        not_run = sum(r["status"] in NOT_RUN for r in mine)
+        failed = sum(r["status"] not in ("complete", *NOT_RUN) for r in mine)
+        out.append((variant, mean, len(tput), failed, not_run))
     return out
 
 
@@ -122,9 +128,10 @@ def print_summary(results: Path, runs: list[Any]) -> None:
         {"run_id": r.run_id, "variant": {"name": r.variant.name}, "repetition": r.repetition}
         for r in runs
     ]
-    table = Table("variant", "mean throughput (Mbit/s)", "n", "failures", box=None)
-    for variant, mean, n, failures in summary_rows(run_rows(results, planned)):
-        table.add_row(variant, f"{mean / 1e6:.2f}" if mean else "-", str(n), str(failures))
+    table = Table("variant", "mean throughput (Mbit/s)", "n", "failed", "not run", box=None)
+    for variant, mean, n, failed, not_run in summary_rows(run_rows(results, planned)):
+        mbit = f"{mean / 1e6:.2f}" if mean else "-"
+        table.add_row(variant, mbit, str(n), str(failed), str(not_run))
     console = Console()
     console.print(f"results: {results}")
     console.print(table)

@@ -93,8 +93,12 @@ def test_summary_rows() -> None:
         {"variant": "mptcp", "status": "complete", "throughput_bps": 26e6},
         {"variant": "tcp", "status": "failed", "throughput_bps": None},
         {"variant": "tcp", "status": "complete", "throughput_bps": 19e6},
+        {"variant": "tcp", "status": "missing", "throughput_bps": None},
+        {"variant": "tcp", "status": "interrupted", "throughput_bps": None},
+        {"variant": "tcp", "status": "corrupt", "throughput_bps": None},
     ]
-    assert cmd_status.summary_rows(rows) == [("mptcp", 27e6, 2, 0), ("tcp", 19e6, 1, 1)]
+    # (variant, mean, n, failed, not run): an interrupted campaign's unrun runs are not failures
+    assert cmd_status.summary_rows(rows) == [("mptcp", 27e6, 2, 0, 0), ("tcp", 19e6, 1, 2, 2)]
 
 
 class LocalHost:
@@ -200,7 +204,7 @@ def test_status_rows_from_bundles(tmp_path: Path, capsys: pytest.CaptureFixture[
         ("failed", "failed: client: gone", None),
         ("missing", "missing", None),
     ]
-    assert cmd_status.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0), ("tcp", None, 0, 2)]
+    assert cmd_status.summary_rows(rows) == [("mptcp", 2.5e7, 1, 0, 0), ("tcp", None, 0, 1, 1)]
 
 
 def test_stop_kills_a_group_that_ignores_term_and_returns_0() -> None:
