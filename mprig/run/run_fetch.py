@@ -78,8 +78,11 @@ def fetch_stage(a: Attempt) -> None:
             def take(stream: IO[bytes]) -> None:
                 with tarfile.open(fileobj=stream, mode="r|") as t:  # "r|*" would import lzma
                     for member in t:
-                        src = t.extractfile(member)
-                        if member.name not in wanted or src is None:
+                        if member.name not in wanted:
+                            raise RunFailed(
+                                f"{host}: {member.name} was not asked for", transient=True
+                            )
+                        if (src := t.extractfile(member)) is None:
                             raise RunFailed(f"{host}: {member.name} is not a file", transient=True)
                         wanted.discard(member.name)
                         to = parts if _joined(member.name) else a.staging
