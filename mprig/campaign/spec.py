@@ -39,7 +39,7 @@ from mprig.campaign.spec_base import (
     show,
 )
 from mprig.campaign.spec_describe import describe_validation as _describe_validation
-from mprig.campaign.spec_describe import issues_error, spec_error
+from mprig.campaign.spec_describe import issues_error, located_message, spec_error
 from mprig.campaign.spec_models import (
     DIRECTION_FIELDS,
     AxisValue,
@@ -145,11 +145,10 @@ def _axis_value_issue(campaign: Campaign, key: str, value: AxisValue) -> str | N
         applied = apply_point(campaign, {key: value})
         check_variant_refs(applied.variants, [p.name for p in applied.paths])
     except ValidationError as e:
-        text = describe_validation(e)
-        where, sep, message = text.partition(": ")
-        if sep and where.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1]:
-            text = message  # the axis names the field; not where it lands (`down.aqm`)
-        return f"value {show(value)}: {text}"
+        loc, message = located_message(e, _model_of(e))
+        if loc[-1:] != (key.rsplit(".", 1)[-1],):  # the axis names the field, not `down.aqm`
+            message = f"{'.'.join(map(str, loc))}: {message}" if loc else message
+        return f"value {show(value)}: {one_line(message)}"
     except SpecIssue as e:
         return f"value {show(value)}: {e.message}"
     return None

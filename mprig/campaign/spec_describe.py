@@ -67,14 +67,18 @@ def _as_written(loc: Loc, lines: dict[Loc, int]) -> Loc:
 
 def describe_validation(e: ValidationError, root: type[BaseModel]) -> str:
     """One line for the first error of a ValidationError: `field: message`."""
+    loc, message = located_message(e, root)
+    return one_line(f"{'.'.join(map(str, loc))}: {message}" if loc else message)
+
+
+def located_message(e: ValidationError, root: type[BaseModel]) -> tuple[Loc, str]:
+    """The first error of a ValidationError: (its field's location, its message)."""
     err = e.errors(include_url=False)[0]
     loc = _clean_loc(err["loc"])
     issue = (err.get("ctx") or {}).get("error")
     if isinstance(issue, SpecIssue):
-        loc, message = loc + issue.loc, issue.message
-    else:
-        message = _describe(err, loc, root)
-    return one_line(f"{'.'.join(map(str, loc))}: {message}" if loc else message)
+        return loc + issue.loc, issue.message
+    return loc, _describe(err, loc, root)
 
 
 def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:

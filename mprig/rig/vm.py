@@ -39,8 +39,8 @@ from mprig.tools import which
 VM_HOSTNAME = "mprig-vm"
 # The guest's memory. Its /tmp (an overlay on a tmpfs of half the memory) holds a run's
 # captures twice while they are fetched and joined (three times before the fetch streamed its
-# tar): 2G ran out on one run of paper
-# 004's Fig. 6(c) (three 100 Mbit/s links, 60 s; 353 MB bundles). MPRIG_VM_MEMORY=8G for more.
+# tar): 2G ran out on one run of paper 004's Fig. 6(c) (three 100 Mbit/s links, 60 s; 353 MB
+# bundles). MPRIG_VM_MEMORY=8G for more.
 VM_MEMORY_DEFAULT = "4G"
 VM_MEMORY_ENV = "MPRIG_VM_MEMORY"
 

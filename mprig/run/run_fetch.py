@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import shutil
 import tarfile
@@ -74,20 +75,9 @@ def fetch_stage(a: Attempt) -> None:
 
         def fetch(host: str) -> None:
             wanted = set(files[host])
-
-            def take(stream: IO[bytes]) -> None:
-                with tarfile.open(fileobj=stream, mode="r|") as t:  # "r|*" would import lzma
-                    for member in t:
-                        if member.name not in wanted:
-                            raise RunFailed(
-                                f"{host}: {member.name} was not asked for", transient=True
-                            )
-                        if (src := t.extractfile(member)) is None:
-                            raise RunFailed(f"{host}: {member.name} is not a file", transient=True)
-                        wanted.discard(member.name)
-                        to = parts if _joined(member.name) else a.staging
-                        unpack(src, member.size, to / bundle_name(host, member.name), a.staging)
-
+            take = functools.partial(
+                _untar, host=host, wanted=wanted, parts=parts, staging=a.staging
+            )
             try:
                 a.rig.hosts[host].read_tar(a.remote(host), files[host], take)
             except HostError as e:
@@ -103,6 +93,20 @@ def fetch_stage(a: Attempt) -> None:
         join_captures(a, parts)
     a.stage_s["fetch"] = round(t1 - t0, 3)
     a.stage_s["join"] = round(time.monotonic() - t1, 3)
+
+
+def _untar(stream: IO[bytes], host: str, wanted: set[str], parts: Path, staging: Path) -> None:
+    """Unpack host's tar stream under the bundle names: per-interface captures and logs to
+    `parts`, the rest to staging. Each file unpacked is taken out of `wanted`."""
+    with tarfile.open(fileobj=stream, mode="r|") as t:  # "r|*" would import lzma
+        for member in t:
+            if member.name not in wanted:
+                raise RunFailed(f"{host}: {member.name} was not asked for", transient=True)
+            if (src := t.extractfile(member)) is None:
+                raise RunFailed(f"{host}: {member.name} is not a file", transient=True)
+            wanted.discard(member.name)
+            to = parts if _joined(member.name) else staging
+            unpack(src, member.size, to / bundle_name(host, member.name), staging)
 
 
 def unpack(src: IO[bytes], size: int, to: Path, staging: Path) -> None:
