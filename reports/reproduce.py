@@ -74,7 +74,7 @@ def comparison_rows(results: Results, comp: Comparison) -> list[dict[str, str]]:
     for value in sorted(done[column].dropna().unique()):
         row = {comp.axis: fmt_value(value)}
         base = means.get((value, comp.baseline), math.nan)
-        for variant in dict.fromkeys(done["variant"]):
+        for variant in results.in_variant_order(done["variant"]):
             mbit = means.get((value, variant), math.nan)
             row[f"{variant} Mbit/s"] = fmt_number(mbit)
             if variant != comp.baseline:

@@ -7,6 +7,7 @@ reads result files; everything downstream works on the `Results` record.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,14 @@ class Results:
             if not any(self.runs[column].equals(self.runs[d]) for d in distinct):
                 distinct.append(column)
         return distinct
+
+    def in_variant_order(self, names: Iterable[Any]) -> list[str]:
+        """NAMES (repeats allowed) once each, in the order the campaign lists its variants:
+        a table's columns must not depend on the order its runs were collected or merged."""
+        variants = self.spec.get("variants") or []
+        listed = [str(v.get("name")) for v in variants if isinstance(v, dict)]
+        present = dict.fromkeys(str(n) for n in names)
+        return [v for v in listed if v in present] + sorted(set(present) - set(listed))
 
     @property
     def metrics(self) -> list[str]:
@@ -238,7 +247,7 @@ def _read_bundles(
     return records, corrupt
 
 
-BASELINE_MANIFEST = "baseline.json"  # sha256 of the files a kept baseline holds
+BASELINE_MANIFEST = "baseline.json"  # bundle.KEPT_MANIFEST: a kept copy's sha256 table
 
 
 def _baseline_manifest(root: Path) -> dict[str, str] | None:
