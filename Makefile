@@ -16,6 +16,7 @@ APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark eth
 	libmptcpd3-dev libell-dev pkg-config mmdebstrap
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
+	paper-shard reproduce-archived \
 	ns3-oracle ns3-engine kernel-vm test-kernel mptcpd-plugin
 all: help
 
@@ -27,6 +28,8 @@ help:
 	@echo "make test-lab   the lab path end to end on a VM lab booting that kernel (needs make kernel-vm)"
 	@echo "make lint   ruff and mypy";  echo "make bench  benchmarks in bench/"
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
+	@echo "make paper-shard CAMPAIGN=experiments/papers/<c>-full.yaml SHARD=I/N  one shard, archived into reports/archived-runs/"
+	@echo "make reproduce-archived PAPER=004  a full-profile report from the archived runs"
 
 setup: system venv ns3-engine mptcpd-plugin
 
@@ -124,6 +127,31 @@ reproduce: setup
 	@test -n "$(PAPER)" || { echo "usage: make reproduce PAPER=000 (000..004)"; exit 2; }
 	$(BIN)/mprig reproduce $(PAPER) --profile full --run
 	$(BIN)/mprig reproduce --docs docs/papers.md
+
+# A full profile in parts that outlive the machine: shard SHARD (I/N, `mprig run --shard`)
+# of CAMPAIGN, run into results/shard-I-of-N/, collected, and its complete runs added to
+# reports/archived-runs/<campaign>/ (run.json and metrics, no captures; commit it). A shard
+# cut short archives the runs it completed; run it again to finish it. Example:
+#   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/15 &
+# `make reproduce-archived PAPER=004` then reports from what the archives hold.
+ARCHIVED := reports/archived-runs
+SHARD ?=
+SHARD_RESULTS = results/shard-$(subst /,-of-,$(SHARD))
+CAMPAIGN_NAME = $(shell sed -n 's/^name: *//p' $(CAMPAIGN) | head -n 1)
+paper-shard: setup
+	@test -n "$(SHARD)" || { echo "usage: make paper-shard CAMPAIGN=experiments/papers/<campaign>.yaml SHARD=I/N"; exit 2; }
+	$(BIN)/mprig run $(CAMPAIGN) --shard $(SHARD) --results $(SHARD_RESULTS) \
+		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
+	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)
+	$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME)
+
+# A paper's full-profile reproduction from the archived runs (results/archived-reproductions/
+# PAPER/, listing what no archive holds yet); once every run is archived, `mprig reproduce
+# PAPER --profile full --results reports/archived-runs` writes reports/reproductions/PAPER/.
+reproduce-archived: venv
+	@test -n "$(PAPER)" || { echo "usage: make reproduce-archived PAPER=004 (000..004)"; exit 2; }
+	$(BIN)/mprig reproduce $(PAPER) --profile full --results $(ARCHIVED) \
+		--out results/archived-reproductions --partial
 
 # Every paper's core profile: the cells of its headline claims at n = 5 (about 2.5 h on 2 cores
 # without KVM; run it in the background: `nohup make papers-core > papers-core.log 2>&1 &`).

@@ -52,10 +52,15 @@ def register(subparsers: Any) -> None:
 def collect(args: argparse.Namespace) -> int:
     """Collect every campaign under RESULTS; 1 if any artifact could not be read."""
     from collectors.collect import Options, campaign_dirs, collect_campaign
+    from mprig.run.bundle import KEPT_MANIFEST
 
     options = Options(k_block=args.k, bin_s=args.bin_s)  # UsageError on a bad --k or --bin
     problems = 0
     for root in campaign_dirs(args.results):
+        if (root / KEPT_MANIFEST).exists():  # its captures are gone: collecting would null it
+            print(f"mprig: {root}: an archive (`mprig archive`) is collected once, before it"
+                  " is archived; left as it is", file=sys.stderr)  # fmt: skip
+            continue
         started = time.monotonic()
         progress = None if args.quiet else _progress(root.name)
         outcome = collect_campaign(root, options, force=args.force, progress=progress)

@@ -107,6 +107,7 @@ def write(
         record = _run_json(run, available_cc)
         record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
         (bundle / "run.json").write_text(json.dumps(record))
+        _collected(bundle)  # metrics.json names the run.json it was made from
     pd.DataFrame(rows).to_parquet(root / "runs.parquet")
     return root
 
@@ -130,3 +131,9 @@ def _run_json(run: Run, available_cc: str) -> dict[str, Any]:
         "hosts": {"client": host, "server": host},
         "rig_mode": "virtual",
     }
+
+
+def _collected(bundle: Path) -> None:
+    """The part of `mprig collect`'s metrics.json that says which run.json it analysed."""
+    inputs = {"sha256": {"run.json": sha256_file(bundle / "run.json")}}
+    (bundle / "metrics.json").write_text(json.dumps({"format": 1, "inputs": inputs}))

@@ -223,6 +223,8 @@ def write(root: Path, s: Synth | None = None) -> Path:
         record = _run_json(s, p, status, campaign)
         record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
         (bundle / "run.json").write_text(json.dumps(record))
+        if status == "complete":  # collected: metrics.json names the run.json it was made from
+            _collected(bundle)
         if s.timeseries and status == "complete":
             _timeseries(np.random.default_rng(p["index"])).to_parquet(bundle / "timeseries.parquet")
     runs = pd.DataFrame(rows).drop(columns=list(s.omit_metrics))
@@ -231,3 +233,9 @@ def write(root: Path, s: Synth | None = None) -> Path:
             runs[col] = pd.to_numeric(runs[col])
     runs.to_parquet(root / "runs.parquet")
     return root
+
+
+def _collected(bundle: Path) -> None:
+    """The part of `mprig collect`'s metrics.json that says which run.json it analysed."""
+    inputs = {"sha256": {"run.json": sha256_file(bundle / "run.json")}}
+    (bundle / "metrics.json").write_text(json.dumps({"format": 1, "inputs": inputs}))

@@ -130,8 +130,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mprig.campaign import shard
+    from mprig.errors import UsageError, escape
     from mprig.rig import vmprobe
-    from mprig.run import judge
+    from mprig.run import bundle, judge
 
     campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
     for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
@@ -139,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
     part = getattr(args, "shard", None)
     runs = shard.select(plan, part)
     results = Path(args.results).resolve() / campaign.name
+    if (results / bundle.KEPT_MANIFEST).exists():
+        raise UsageError(
+            f"{escape(str(results))} is an archive (`mprig archive`: run.json without captures);"
+            " run into another results directory (--results DIR), then archive into it"
+        )
     results.mkdir(parents=True, exist_ok=True)
     if getattr(args, "inventory", None):  # given on the command line: may lie anywhere
         campaign = campaign.model_copy(update={"rig": campaign.rig.model_copy(

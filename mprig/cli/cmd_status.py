@@ -54,17 +54,21 @@ def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any
     """One row per planned run: id, variant, repetition, status, reason, throughput."""
     from mprig.run import bundle
 
+    try:
+        kept = bundle.kept_sums(results)  # an archive: run.json checked against its manifest
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     rows = []
     for p in planned:
         d = results / p["run_id"]
-        verdict = bundle.verify(d)
+        verdict = bundle.verify(d) if kept is None else bundle.verify_kept(d, kept)
         record: dict[str, Any] = {}
         with contextlib.suppress(ValueError):
             record = bundle.read_record(d) if verdict.status != "missing" else {}
         rows.append(
             {
                 "run_id": p["run_id"],
-                "variant": p["variant"]["name"],
+                "variant": _variant_name(p["variant"]),
                 "repetition": p["repetition"],
                 "status": verdict.status,
                 "reason": "" if verdict.ok else verdict.reason,
@@ -72,6 +76,11 @@ def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any
             }
         )
     return rows
+
+
+def _variant_name(variant: Any) -> str:
+    """A plan entry's variant: an object with a name (mprig run), or a name."""
+    return str(variant.get("name") if isinstance(variant, dict) else variant)
 
 
 def status(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "collectors.cmd_collect",
     "reports.cmd_report",
     "reports.cmd_reproduce",
+    "reports.cmd_archive",
     "reports.cmd_compare",
     "reports.cmd_nightly",
 )

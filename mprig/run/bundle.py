@@ -20,6 +20,9 @@ from mprig.safeio import NotRegularFile, open_regular
 FORMAT = 1  # run.json format this mprig writes and reads
 RUN_JSON = "run.json"
 CAMPAIGN_JSON = "campaign.json"
+# A kept copy of results (`mprig archive`, a nightly baseline) holds run.json without the
+# artifacts, and this manifest: {"sha256": {relative path: digest}} of every file it keeps.
+KEPT_MANIFEST = "baseline.json"
 PARTIAL_SUFFIX = ".partial"
 OLD_SUFFIX = ".old"
 
@@ -119,6 +122,39 @@ def verify(bundle: Path) -> Verdict:
     if problem:
         return Verdict(False, problem, "corrupt")
     return Verdict(True, "complete", "complete")
+
+
+def kept_sums(results: Path) -> dict[str, str] | None:
+    """A kept copy's sha256 table; None for results with their artifacts. ValueError naming
+    the manifest when it is unreadable."""
+    path = results / KEPT_MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        sums = json.loads(path.read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: unreadable sha256 manifest ({e})") from None
+    if not isinstance(sums, dict):
+        raise ValueError(f"{path}: no sha256 table in it")
+    return {str(k): str(v) for k, v in sums.items()}
+
+
+def verify_kept(bundle: Path, sums: dict[str, str]) -> Verdict:
+    """verify() for a bundle of a kept copy: its run.json is the one the manifest SUMS
+    records (the artifacts, left behind, are vouched for by that run.json)."""
+    name = f"{bundle.name}/{RUN_JSON}"
+    if not (bundle / RUN_JSON).exists():
+        return Verdict(False, "missing", "missing")
+    if sums.get(name) != sha256_file(bundle / RUN_JSON):
+        return Verdict(False, f"{name}: sha256 differs from {KEPT_MANIFEST}", "corrupt")
+    try:
+        doc = read_record(bundle)
+    except ValueError as e:
+        return Verdict(False, str(e), "corrupt")
+    status = str(doc.get("status"))
+    if status != "complete":
+        return Verdict(False, f"{status}: {doc.get('reason', 'no reason recorded')}", status)
+    return Verdict(True, "complete (archived without its captures)", "complete")
 
 
 def _artifact_problem(bundle: Path, artifacts: Any) -> str | None:
