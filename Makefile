@@ -130,8 +130,9 @@ reproduce: setup
 
 # A full profile in parts that outlive the machine: shard SHARD (I/N, `mprig run --shard`)
 # of CAMPAIGN, run into results/shard-I-of-N/, collected, and its complete runs added to
-# reports/archived-runs/<campaign>/ (run.json and metrics, no captures; commit it). A shard
-# cut short archives the runs it completed; run it again to finish it. Example:
+# reports/archived-runs/<campaign>/ (run.json and metrics, no captures; commit it). Runs the
+# archive holds are skipped (--skip-archived), so a shard cut short, archived with the runs
+# it completed, is finished by running it again, on this machine or a fresh one. Example:
 #   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/15 &
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
@@ -141,6 +142,7 @@ CAMPAIGN_NAME = $(shell sed -n 's/^name: *//p' $(CAMPAIGN) | head -n 1)
 paper-shard: setup
 	@test -n "$(SHARD)" || { echo "usage: make paper-shard CAMPAIGN=experiments/papers/<campaign>.yaml SHARD=I/N"; exit 2; }
 	$(BIN)/mprig run $(CAMPAIGN) --shard $(SHARD) --results $(SHARD_RESULTS) \
+		$$(test -d $(ARCHIVED)/$(CAMPAIGN_NAME) && echo --skip-archived $(ARCHIVED)/$(CAMPAIGN_NAME)) \
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
 	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)
 	$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME)

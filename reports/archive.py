@@ -137,6 +137,7 @@ def _write(dest: Path, current: Any, old: Any, rows: Any) -> None:
         base = old if old is not None else current
         doc = json.loads((base.root / "campaign.json").read_text())
         doc.pop("shard", None)
+        doc.pop("archived_elsewhere", None)
         sources = list(doc.get("archived_from") or [])
         sources.append(_source_entry(current))
         doc["archived_from"] = sources

@@ -32,6 +32,9 @@ examples:
       split the plan over two rigs (here two virtual rigs on one machine; the same on two
       lab rigs with --inventory): each runs its part, with the plan's run ids and seeds;
       then `mprig merge results/smoke results-a/smoke results-b/smoke` joins them
+  mprig run F.yaml --shard 2/15 --skip-archived reports/archived-runs/NAME
+      leave out the runs a committed archive (`mprig archive`) holds: a full profile in
+      parts on fresh machines (`make paper-shard`, docs/papers.md)
 exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
 """
 
@@ -110,6 +113,14 @@ def register(subparsers: Any) -> None:
         " the shards' results with `mprig merge`",
     )
     p.add_argument(
+        "--skip-archived",
+        default=None,
+        metavar="ARCHIVE",
+        help="leave out the planned runs (of the shard, with --shard) that ARCHIVE, an `mprig"
+        " archive` of this campaign, spec and plan, holds complete: a full profile resumes on a"
+        " fresh machine from its committed runs (`make paper-shard` passes it)",
+    )
+    p.add_argument(
         "--no-preflight",
         dest="preflight",
         action="store_false",
@@ -139,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"mprig: warning: {line}", file=sys.stderr)
     part = getattr(args, "shard", None)
     runs = shard.select(plan, part)
+    held = _archived(args, campaign, plan, runs)  # --skip-archived: in the archive already
+    runs = [r for r in runs if r.run_id not in held]
+    if held and not runs:
+        return 0
     results = Path(args.results).resolve() / campaign.name
     if (results / bundle.KEPT_MANIFEST).exists():
         raise UsageError(
@@ -161,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         count = f"shard {part}: {len(runs)} of {len(plan)}" if part else str(len(runs))
         print(f"mprig: {campaign.name}: {count} runs, rig mode {mode} ({why})", file=sys.stderr)
     with _campaign_lock(results, args):
-        write_campaign_json(results, args.file, campaign, plan, shard=(part, runs))
+        write_campaign_json(results, args.file, campaign, plan, shard=(part, runs), held=held)
         if mode == "vm":
             code = _run_in_vm(args, results, vm_deadline(runs))
         else:
@@ -216,6 +231,8 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
     argv += [flag for flag, on in flags if on]
     if getattr(args, "shard", None) is not None:
         argv += ["--shard", str(args.shard)]
+    if getattr(args, "skip_archived", None):  # the guest sees the host's files read-only
+        argv += ["--skip-archived", str(Path(args.skip_archived).resolve())]
     got: list[int] = []
 
     def on_term(signum: int, _frame: Any) -> None:
@@ -387,27 +404,39 @@ def _rig_lock_path(name: str) -> Path:
     return Path(os.environ.get("MPRIG_STATE", "/run/mprig")) / f"{name}.campaign.lock"
 
 
+def _archived(
+    args: argparse.Namespace, campaign: Any, plan: list[Any], runs: list[Any]
+) -> list[str]:
+    """With --skip-archived ARCHIVE: the run ids of RUNS that ARCHIVE holds complete, said on
+    stderr (UsageError unless ARCHIVE is an archive of this campaign, spec and plan)."""
+    from mprig.run import bundle, merge
+
+    if not getattr(args, "skip_archived", None):
+        return []
+    doc = bundle.campaign_doc(args.file, campaign, plan)
+    part = f" of shard {args.shard}" if getattr(args, "shard", None) else ""
+    mine, say = merge.held_runs(Path(args.skip_archived), doc, [r.run_id for r in runs], part)
+    if mine and not (args.log_json or args.outer_lock):  # said once, outside the VM
+        print(f"mprig: {campaign.name}: {say}", file=sys.stderr)
+    return mine
+
+
 def write_campaign_json(
     results: Path,
     file: str,
     campaign: Any,
     runs: list[Any],
     shard: tuple[Any, list[Any]] = (None, []),
+    held: list[str] | None = None,
 ) -> None:
     """campaign.json: the spec as parsed, the whole plan (run id, index, parameters) and,
-    for `--shard I/N`, the shard and its run ids."""
-    from mprig import __version__
-    from mprig.campaign.plan import run_json
+    for `--shard I/N`, the shard and its run ids; with --skip-archived, the runs left out
+    because the archive holds them (`archived_elsewhere`)."""
     from mprig.run import bundle
 
-    doc = {
-        "format": bundle.FORMAT,
-        "campaign": campaign.name,
-        "spec_file": str(Path(file).resolve()),
-        "spec": campaign.model_dump(mode="json"),
-        "plan": [run_json(r) for r in runs],
-        "mprig": {"version": __version__},
-    }
+    doc = bundle.campaign_doc(file, campaign, runs)
+    if held:
+        doc["archived_elsewhere"] = list(held)
     part, mine = shard
     if part is not None:
         doc["shard"] = {

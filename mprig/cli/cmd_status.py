@@ -45,6 +45,8 @@ def load_plan(results: Path) -> list[dict[str, Any]]:
         if isinstance(doc.get("shard"), dict):
             mine = set(doc["shard"]["run_ids"])
             plan = [p for p in plan if p["run_id"] in mine]
+        held = set(doc.get("archived_elsewhere") or ())  # mprig run --skip-archived
+        plan = [p for p in plan if p["run_id"] not in held]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{path}: not a campaign results directory ({e})") from None
     return plan

@@ -124,6 +124,22 @@ def verify(bundle: Path) -> Verdict:
     return Verdict(True, "complete", "complete")
 
 
+def campaign_doc(file: str, campaign: Any, plan: list[Any]) -> dict[str, Any]:
+    """campaign.json's campaign-wide part: the spec FILE as parsed (CAMPAIGN) and the
+    whole PLAN (`mprig run` adds a shard's run ids)."""
+    from mprig import __version__
+    from mprig.campaign.plan import run_json
+
+    return {
+        "format": FORMAT,
+        "campaign": campaign.name,
+        "spec_file": str(Path(file).resolve()),
+        "spec": campaign.model_dump(mode="json"),
+        "plan": [run_json(r) for r in plan],
+        "mprig": {"version": __version__},
+    }
+
+
 def kept_sums(results: Path) -> dict[str, str] | None:
     """A kept copy's sha256 table; None for results with their artifacts. ValueError naming
     the manifest when it is unreadable."""

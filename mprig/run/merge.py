@@ -106,6 +106,35 @@ def check_same_campaign(sources: list[Source]) -> None:
             )
 
 
+def archived_runs(archive: Path, doc: dict[str, Any]) -> set[str]:
+    """The planned runs ARCHIVE (`mprig archive`) holds complete and intact; UsageError
+    when it is not an archive of the campaign, spec and plan of DOC (a campaign.json)."""
+    source = read_source(archive)
+    try:
+        sums = bundle.kept_sums(archive)
+    except ValueError as e:
+        raise UsageError(escape(str(e))) from None
+    if sums is None:
+        raise UsageError(
+            f"{escape(str(archive))}: not an archive (no {bundle.KEPT_MANIFEST}); name the"
+            " directory `mprig archive` writes"
+        )
+    check_same_campaign([Source(Path(str(doc.get("spec_file", "the campaign"))), doc), source])
+    return {r for r in plan_ids(doc) if bundle.verify_kept(archive / r, sums).ok}
+
+
+def held_runs(
+    archive: Path, doc: dict[str, Any], run_ids: list[str], part: str
+) -> tuple[list[str], str]:
+    """Those of RUN_IDS (of PART, e.g. " of shard 2/15") that ARCHIVE holds, and a line
+    saying so for `mprig run --skip-archived`."""
+    held = archived_runs(archive, doc)
+    mine = [r for r in run_ids if r in held]
+    if len(mine) == len(run_ids):
+        return mine, f"every planned run{part} is archived in {archive}; nothing to run"
+    return mine, f"{len(mine)} planned runs{part} are archived in {archive}; left out"
+
+
 def choose(sources: list[Source]) -> Choice:
     """One verified bundle per planned run; MergeRefused on two different verified bundles
     of one run (nothing is written then)."""
