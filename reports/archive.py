@@ -55,6 +55,7 @@ def archive(results: Path, dest: Path) -> Archived:
         old = res.load(dest) if dest.exists() else None
         if old is not None:
             _check_same_campaign(old, current)
+            _check_intact(old)
         done = Archived(dest, planned=len(current.planned))
         rows = _choose(current, old, done)
         _write(dest, current, old, rows)
@@ -110,6 +111,18 @@ def _raw_rows(root: Path, run_ids: list[str]) -> Any:
 
     rows = pd.read_parquet(root / "runs.parquet")
     return rows[rows["run_id"].astype(str).isin(set(run_ids))]
+
+
+def _check_intact(old: Any) -> None:
+    """UsageError naming an archived run whose run.json no longer matches the manifest:
+    archiving again would write a new manifest over the edit, and launder it."""
+    if old.corrupt:
+        run_id, why = next(iter(old.corrupt.items()))
+        more = f" (and {len(old.corrupt) - 1} more)" if len(old.corrupt) > 1 else ""
+        raise UsageError(
+            f"{escape(str(old.root))}: archived run {escape(run_id)} is corrupt{more}: {why};"
+            " restore the archive (git checkout -- DIR) before adding to it"
+        )
 
 
 def _check_same_campaign(old: Any, current: Any) -> None:

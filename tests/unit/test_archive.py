@@ -94,13 +94,17 @@ def test_an_edited_archive_is_caught(tmp_path: Path) -> None:
     record["seed"] = 1
     (dest / RUNS[0] / "run.json").write_text(json.dumps(record))
     assert metrics(dest).loc[RUNS[0], "status"] == "corrupt"
+    before = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    with pytest.raises(UsageError, match=f"archived run {RUNS[0]} is corrupt"):
+        archive.archive(synth.write(tmp_path / "s" / "synth"), dest)  # no new manifest over it
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
     rows = pd.read_parquet(dest / "runs.parquet")
     rows.loc[0, "throughput_bps"] *= 2
     rows.to_parquet(dest / "runs.parquet")
     with pytest.raises(UsageError, match=r"runs\.parquet: sha256 differs"):
         res.load(dest)
     with pytest.raises(UsageError, match=r"runs\.parquet: sha256 differs"):
-        archive.archive(synth.write(tmp_path / "s" / "synth"), dest)  # never added to
+        archive.archive(tmp_path / "s" / "synth", dest)  # never added to
 
 
 def test_another_campaign_is_refused_and_the_archive_left_as_it_was(tmp_path: Path) -> None:
