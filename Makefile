@@ -133,7 +133,8 @@ reproduce: setup
 # reports/archived-runs/<campaign>/ (run.json and metrics, no captures; commit it). Runs the
 # archive holds are skipped (--skip-archived), so a shard cut short, archived with the runs
 # it completed, is finished by running it again, on this machine or a fresh one. Example:
-#   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/15 &
+#   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/5 &
+# N = the campaign's repetitions makes each shard one repetition of every cell.
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
 SHARD ?=
