@@ -63,7 +63,7 @@ def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any
     rows = []
     for p in planned:
         d = results / p["run_id"]
-        verdict = bundle.verify(d) if kept is None else bundle.verify_kept(d, kept)
+        verdict = bundle.verify(d, kept)
         record: dict[str, Any] = {}
         with contextlib.suppress(ValueError):
             record = bundle.read_record(d) if verdict.status != "missing" else {}

@@ -107,10 +107,15 @@ def read_record(bundle: Path) -> dict[str, Any]:
     return doc
 
 
-def verify(bundle: Path) -> Verdict:
-    """Check a bundle: run.json readable, status complete, every artifact's sha256."""
+def verify(bundle: Path, kept: dict[str, str] | None = None) -> Verdict:
+    """Check a bundle: run.json readable, status complete, every artifact's sha256. In a
+    kept copy (KEPT, its manifest's sha256 table: `mprig archive`) the artifacts were left
+    behind: run.json, which vouches for them, must be the one the manifest records."""
+    name = f"{bundle.name}/{RUN_JSON}"
     if not (bundle / RUN_JSON).exists():
         return Verdict(False, "missing", "missing")
+    if kept is not None and kept.get(name) != sha256_file(bundle / RUN_JSON):
+        return Verdict(False, f"{name}: sha256 differs from {KEPT_MANIFEST}", "corrupt")
     try:
         doc = read_record(bundle)
     except ValueError as e:
@@ -118,7 +123,7 @@ def verify(bundle: Path) -> Verdict:
     status = str(doc.get("status"))
     if status != "complete":
         return Verdict(False, f"{status}: {doc.get('reason', 'no reason recorded')}", status)
-    problem = _artifact_problem(bundle, doc.get("artifacts"))
+    problem = None if kept is not None else _artifact_problem(bundle, doc.get("artifacts"))
     if problem:
         return Verdict(False, problem, "corrupt")
     return Verdict(True, "complete", "complete")
@@ -153,24 +158,6 @@ def kept_sums(results: Path) -> dict[str, str] | None:
     if not isinstance(sums, dict):
         raise ValueError(f"{path}: no sha256 table in it")
     return {str(k): str(v) for k, v in sums.items()}
-
-
-def verify_kept(bundle: Path, sums: dict[str, str]) -> Verdict:
-    """verify() for a bundle of a kept copy: its run.json is the one the manifest SUMS
-    records (the artifacts, left behind, are vouched for by that run.json)."""
-    name = f"{bundle.name}/{RUN_JSON}"
-    if not (bundle / RUN_JSON).exists():
-        return Verdict(False, "missing", "missing")
-    if sums.get(name) != sha256_file(bundle / RUN_JSON):
-        return Verdict(False, f"{name}: sha256 differs from {KEPT_MANIFEST}", "corrupt")
-    try:
-        doc = read_record(bundle)
-    except ValueError as e:
-        return Verdict(False, str(e), "corrupt")
-    status = str(doc.get("status"))
-    if status != "complete":
-        return Verdict(False, f"{status}: {doc.get('reason', 'no reason recorded')}", status)
-    return Verdict(True, "complete (archived without its captures)", "complete")
 
 
 def _artifact_problem(bundle: Path, artifacts: Any) -> str | None:

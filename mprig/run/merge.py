@@ -120,7 +120,7 @@ def archived_runs(archive: Path, doc: dict[str, Any]) -> set[str]:
             " directory `mprig archive` writes"
         )
     check_same_campaign([Source(Path(str(doc.get("spec_file", "the campaign"))), doc), source])
-    return {r for r in plan_ids(doc) if bundle.verify_kept(archive / r, sums).ok}
+    return {r for r in plan_ids(doc) if bundle.verify(archive / r, sums).ok}
 
 
 def held_runs(

@@ -42,15 +42,18 @@ def put_bundle(results: Path, run: Run, payload: bytes = b"pcap bytes") -> Path:
     return bundle.commit(results, run.run_id, record)
 
 
-def shard_dir(root: Path, index: int, count: int, text: str = SPEC) -> tuple[Path, list[Run]]:
-    """A shard's results directory with a complete bundle for each of its runs."""
+def shard_dir(
+    root: Path, index: int, count: int, text: str = SPEC, own_capture: bool = False
+) -> tuple[Path, list[Run]]:
+    """A shard's results directory with a complete bundle for each of its runs (with
+    OWN_CAPTURE, each run's capture its own bytes, as reports' duplicate check wants)."""
     campaign, runs = plan(text)
     mine = select(runs, Shard(index, count))
     results = root / f"shard{index}" / "mc"
     results.mkdir(parents=True)
     write_campaign_json(results, "mc.yaml", campaign, runs, shard=(Shard(index, count), mine))
     for run in mine:
-        put_bundle(results, run)
+        put_bundle(results, run, run.run_id.encode() if own_capture else b"pcap bytes")
     return results, mine
 
 

@@ -11,25 +11,17 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from test_merge import SPEC, plan, put_bundle
+from test_merge import SPEC, plan
+from test_merge import shard_dir as merge_shard_dir
 
-from mprig.campaign.shard import Shard, select
-from mprig.cli.cmd_run import write_campaign_json
 from mprig.cli.main import main
 from mprig.rig import vm
 from reports import archive
 
 
 def shard_dir(root: Path, index: int, count: int, text: str = SPEC) -> tuple[Path, list[Any]]:
-    """A shard's results directory with a complete bundle (its own capture) for each run."""
-    campaign, runs = plan(text)
-    mine = select(runs, Shard(index, count))
-    results = root / f"shard{index}" / "mc"
-    results.mkdir(parents=True)
-    write_campaign_json(results, "mc.yaml", campaign, runs, shard=(Shard(index, count), mine))
-    for run in mine:
-        put_bundle(results, run, run.run_id.encode())
-    return results, mine
+    """test_merge's shard directory, each run with a capture of its own."""
+    return merge_shard_dir(root, index, count, text, own_capture=True)
 
 
 def collected(results: Path, runs: list[Any]) -> Path:
