@@ -264,7 +264,7 @@ def _run_native(
     from mprig.run import runner
     from mprig.run.progress import Reporter
     from mprig.run.run_signals import signals_held
-    from mprig.stack import knobs
+    from mprig.stack import cc_allowed, knobs
 
     reporter = Reporter(results, quiet=args.quiet, log_json=args.log_json)
 
@@ -292,7 +292,7 @@ def _run_native(
         else:
             with (
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
-                knobs.allow_congestion_controls(knobs.congestion_controls(campaign.variants)),
+                cc_allowed.allow(knobs.congestion_controls(campaign.variants), reporter.message),
             ):
                 rig = _virtual_up(args.rig, campaign, reporter.message)
                 try:

@@ -3,21 +3,17 @@ and endpoints, turned into the commands that set them on client and server."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shlex
-import subprocess
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 
 from mprig.campaign import presets
 from mprig.campaign.spec import Variant
-from mprig.errors import ToolMissing, UsageError
+from mprig.errors import UsageError
 from mprig.rig import addr6
 from mprig.rig.batch import Cmd
 from mprig.rig.host import PathLink
 from mprig.rig.layout import SERVER_ADDR
-from mprig.stack import bpfcc
 
 # net.mptcp.pm_type; RBPM (mprig.stack.rbpm) steers the kernel path manager's subflows
 # from userspace
@@ -224,36 +220,3 @@ def parse_sysctl(text: str) -> dict[str, str]:
         if sep:
             out[key.strip()] = " ".join(value.split())
     return out
-
-
-ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-
-
-@contextlib.contextmanager
-def allow_congestion_controls(names: Iterable[str]) -> Iterator[None]:
-    """Let the virtual rig's namespaces select `names` for the duration of a campaign.
-
-    A network namespace may only pick algorithms in the machine-wide (init namespace)
-    tcp_allowed_congestion_control list; the previous list is restored afterwards. mprig's
-    BPF algorithms (mprig.stack.bpfcc: prr, door) are built and registered first, machine-wide.
-    """
-    names = list(names)
-    bpfcc.ensure_loaded(names)
-    before = ALLOWED_CC.read_text().split()
-    wanted = [n for n in dict.fromkeys(names) if n not in before]
-    for name in wanted:
-        subprocess.run(["modprobe", "-q", f"tcp_{name}"], capture_output=True, check=False)
-    if wanted:
-        try:
-            ALLOWED_CC.write_text(" ".join([*before, *wanted]))
-        except OSError as e:
-            raise ToolMissing(
-                f"congestion control {', '.join(wanted)} is not available on this kernel "
-                f"({e.strerror}); see net.ipv4.tcp_available_congestion_control"
-            ) from None
-    try:
-        yield
-    finally:
-        if wanted:
-            with contextlib.suppress(OSError):
-                ALLOWED_CC.write_text(" ".join(before))

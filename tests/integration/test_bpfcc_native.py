@@ -20,7 +20,7 @@ import pytest
 from nslink import mptcp_hosts, ns, sh, veth_pair
 
 from collectors.ss import data_subflows, parse_ss
-from mprig.stack import bpfcc, knobs
+from mprig.stack import bpfcc, cc_allowed
 
 TAG = f"h9{os.getpid() % 10000}"
 CLIENT, SERVER = f"{TAG}c", f"{TAG}s"
@@ -54,7 +54,7 @@ def programs() -> Iterator[list[str]]:
     names = list(bpfcc.available())
     new = bpfcc.ensure_loaded(names)
     try:
-        with knobs.allow_congestion_controls(names):
+        with cc_allowed.allow(names):
             yield names
     finally:
         bpfcc.unload(new)

@@ -22,7 +22,7 @@ from mprig.rig import virtual
 from mprig.rig.attenuator import attenuation_for_distance
 from mprig.run import bundle, labwalk
 from mprig.run.impair import STANDIN_ENV
-from mprig.stack import knobs
+from mprig.stack import cc_allowed
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces)")
 
@@ -61,7 +61,7 @@ def test_the_runner_drives_the_attenuator_and_adds_no_netem_to_the_radio(tmp_pat
         # namespace; here they are namespaces of this machine, which may only select a CC the
         # machine-wide allowed list names (a kernel allows reno and its default, bbr on some
         # hosts): allowed for the run as `mprig run` does on the virtual rig.
-        with knobs.allow_congestion_controls(["cubic"]):
+        with cc_allowed.allow(["cubic"]):
             run = subprocess.run(
                 ["ip", "netns", "exec", f"mprig-{RIG}-ctl",
                  *mprig("run", str(spec), "--inventory", str(inventory), "--results",

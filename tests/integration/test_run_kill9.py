@@ -2,7 +2,9 @@
 with SIGKILL at 20 random moments and resumed each time. After every kill no bundle says
 complete unless its sha256 match; a bundle once complete is never redone (its run.json
 unchanged to the byte); at the end every planned run is complete (none lost), and every run
-of a variant recorded the same settings (the rig's baseline survived the kills).
+of a variant recorded the same settings (the rig's baseline survived the kills), and the
+machine-wide list of allowed congestion controls is as it was before (mprig.stack.cc_allowed
+undoes what a killed campaign added).
 
 The kernel here has no sch_netem, so tbf stands in for it (mprig.run.impair.STANDIN_ENV). The
 figures of the last run of this test are in docs/running.md.
@@ -27,6 +29,7 @@ from mprig.campaign import spec
 from mprig.rig import virtual
 from mprig.run import bundle
 from mprig.run.impair import STANDIN_ENV
+from mprig.stack import cc_allowed
 
 pytestmark = pytest.mark.slow
 
@@ -128,6 +131,7 @@ def test_kill9_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) ->
     kills: list[dict[str, Any]] = []
     settings: dict[str, list[Any]] = {}
     rnd = 0
+    allowed = cc_allowed.ALLOWED_CC.read_text()
     try:
         while len(kills) < KILLS:
             rnd += 1
@@ -139,5 +143,6 @@ def test_kill9_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) ->
     for variant, seen in settings.items():
         assert all(s == seen[0] for s in seen), f"variant {variant}: settings differ between runs"
     assert virtual.leftovers(RIG) == []
+    assert cc_allowed.ALLOWED_CC.read_text() == allowed, "a killed campaign's CC stayed allowed"
     runs = sum(len(v) for v in settings.values())
     print(json.dumps({"kills": kills, "rounds": rnd, "runs": runs}))
