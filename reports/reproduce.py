@@ -233,7 +233,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
             return [*lines, f"Not part of the {o.profile} profile: {o.missing}.", ""]
         return [*lines, f"No results: {o.missing}. Run `{cmd}`.", ""]
     r = o.results
-    never = f"; {len(r.missing)} planned runs never ran" if r.missing else ""
+    never = f"; {len(r.missing)} planned runs {reproduce_gaps.unrun(r)}" if r.missing else ""
     planned = max(len(r.runs), len(r.planned))
     lines += [f"{len(r.complete)} of {planned} runs complete{never} ({r.root}).", ""]
     for comp in (c for c in plan.comparisons if c.campaign == o.stem):
@@ -443,8 +443,7 @@ def reproduce(
         run_campaigns(plan, profile, results_root)
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
     name = paper if profile in COMMITTED else f"{paper}-{profile}"
-    found = reproduce_gaps.gaps(outcomes, PAPERS_DIR)
     if profile in COMMITTED and not partial:
-        reproduce_gaps.refuse(paper, profile, found, str(out / name))
+        reproduce_gaps.refuse(paper, profile, outcomes, PAPERS_DIR, str(out / name))
     cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
     return write_reproduction(plan, outcomes, cc, out / name)

@@ -44,19 +44,35 @@ def gaps(outcomes: Sequence[Outcome], papers_dir: Path) -> list[str]:
             out.append(f"{name}: no results ({o.missing})")
         elif o.results.missing:
             planned = len(o.results.planned)
-            out.append(f"{name}: {len(o.results.missing)} of {planned} planned runs never ran")
+            missing = len(o.results.missing)
+            out.append(f"{name}: {missing} of {planned} planned runs {unrun(o.results)}")
     return out
 
 
-def refuse(paper: str, profile: str, found: list[str], where: str) -> None:
-    """Raise when FOUND (gaps()) is not empty: the committed reproduction stays as it is."""
-    if found:
-        raise UsageError(
-            f"paper {paper}, {profile} profile, is not complete: {'; '.join(found)}. "
-            f"{where} keeps what it has. Resume with `mprig reproduce {paper} --profile "
-            f"{profile} --run` (each campaign resumes where it stopped), or write a partial "
-            "reproduction with --partial (it says what is missing)"
-        )
+def unrun(results: Results) -> str:
+    """What a planned run without a bundle is: one that never ran, or, in an archive, one
+    not archived yet (it may have run on a machine whose results were not archived)."""
+    return "not archived yet" if results.archived else "never ran"
+
+
+def refuse(
+    paper: str, profile: str, outcomes: Sequence[Outcome], papers_dir: Path, where: str
+) -> None:
+    """Raise when the profile has gaps(): the committed reproduction stays as it is."""
+    found = gaps(outcomes, papers_dir)
+    if not found:
+        return
+    if any(o.results is not None and o.results.archived for o in outcomes):
+        resume = ("Run the missing shards with `make paper-shard CAMPAIGN=experiments/papers/"
+                  "<campaign>.yaml SHARD=I/N`, which adds them to the archive")  # fmt: skip
+    else:
+        resume = (f"Resume with `mprig reproduce {paper} --profile {profile} --run` (each "
+                  "campaign resumes where it stopped)")  # fmt: skip
+    raise UsageError(
+        f"paper {paper}, {profile} profile, is not complete: {'; '.join(found)}. {where} "
+        f"keeps what it has. {resume}, or write a partial reproduction with --partial (it "
+        "says what is missing)"
+    )
 
 
 def lines(found: list[str]) -> list[str]:

@@ -45,6 +45,12 @@ class Results:
                 distinct.append(column)
         return distinct
 
+    @property
+    def archived(self) -> bool:
+        """An archive (`mprig archive`, or another kept copy): a planned run it does not hold
+        was not archived yet, which says nothing of whether it ran."""
+        return (self.root / BASELINE_MANIFEST).is_file()
+
     def in_variant_order(self, names: Iterable[Any]) -> list[str]:
         """NAMES (repeats allowed) once each, in the order the campaign lists its variants:
         a table's columns must not depend on the order its runs were collected or merged."""

@@ -267,3 +267,30 @@ def test_a_run_redone_or_never_collected_is_not_archived(tmp_path: Path) -> None
     assert done.archived == 18
     assert "redone after it was collected: run `mprig collect` again" in done.left_out[redone]
     assert "run `mprig collect` on the results first" in done.left_out[fresh]
+
+
+def test_a_partial_archive_says_not_archived_yet_and_how_to_add(tmp_path: Path) -> None:
+    """Runs an archive does not hold may have run on a machine whose results were never
+    archived: the gap says "not archived yet" (not "never ran") and points at paper-shard."""
+    import paper_synth as ps
+
+    from reports import paperplans, reproduce
+
+    results, archived = tmp_path / "results", tmp_path / "archived"
+    for stem in paperplans.PAPERS["004"].campaigns:
+        src = ps.write(results / f"{stem}-full", f"{stem}-full", repetitions=1)
+        ids = sorted(pd.read_parquet(src / "runs.parquet")["run_id"])
+        keep = set(ids[::3]) if stem == "004-fig4" else set(ids)
+        archive.archive(_keep_only(src, tmp_path / f"s-{stem}", keep), archived / src.name)
+    fig4 = sorted(pd.read_parquet(results / "004-fig4-full" / "runs.parquet")["run_id"])
+    left = len(fig4) - len(fig4[::3])
+    gap = f"004-fig4-full: {left} of {len(fig4)} planned runs not archived yet"
+    with pytest.raises(UsageError) as refused:
+        reproduce.reproduce("004", "full", archived, tmp_path / "out", run=False)
+    assert gap in str(refused.value) and "make paper-shard" in str(refused.value)
+    assert "never ran" not in str(refused.value) and not (tmp_path / "out" / "004").exists()
+    text = reproduce.reproduce(
+        "004", "full", archived, tmp_path / "out", run=False, partial=True
+    ).read_text()
+    assert gap in text and f"; {left} planned runs not archived yet" in text
+    assert "never ran" not in text
