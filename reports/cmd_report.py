@@ -18,6 +18,9 @@ A partial campaign is reported with its missing runs listed; failed runs with th
 """
 
 
+ARCHIVED_REPORTS = Path("results") / "archived-reports"  # an archive's reports, kept out of it
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
@@ -28,7 +31,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("results", type=Path, metavar="RESULTS", help="results/<campaign> directory")
     p.add_argument("--format", default="html,md,tex,csv", help="comma list of html,md,tex,csv")
-    p.add_argument("--out", type=Path, default=None, help="output directory (RESULTS/report/)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (RESULTS/report/; for an archive, which keeps only what its "
+        "manifest lists, results/archived-reports/<campaign>/)",
+    )
     p.add_argument(
         "--overlay",
         type=Path,
@@ -46,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
     formats = report.parse_formats(args.format)
     loaded = results.load(args.results)
-    out = args.out or args.results / "report"
+    out = args.out or (
+        ARCHIVED_REPORTS / loaded.name if loaded.archived else args.results / "report"
+    )
     overlays = [results.load(path) for path in args.overlay]
     written = report.write_report(loaded, out, formats, overlays)
     counts = (len(loaded.complete), len(loaded.runs) - len(loaded.complete), len(loaded.missing))

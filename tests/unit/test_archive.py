@@ -171,15 +171,20 @@ def test_a_crash_between_the_renames_is_recovered(
 
 
 def test_cli_reports_what_it_archived_and_reports_read_the_archive(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The report of an archive goes to results/archived-reports/, not into the archive
+    (a committed directory that keeps only what its manifest lists)."""
     src = shard(tmp_path / "r", [RUNS[0]])
     dest = tmp_path / "archive" / "synth"
     assert main(["archive", str(src), str(dest)]) == 0
     out = capsys.readouterr().out
     assert f"{dest}: 19 of 20 planned runs archived (19 added now, 0 already there)" in out
+    before = sorted(p.relative_to(dest) for p in dest.rglob("*"))
+    monkeypatch.chdir(tmp_path)
     assert main(["report", str(dest), "--format", "md"]) == 0
-    md = (dest / "report" / "report.md").read_text()
+    assert sorted(p.relative_to(dest) for p in dest.rglob("*")) == before
+    md = (tmp_path / "results" / "archived-reports" / "synth" / "report.md").read_text()
     assert RUNS[0] in md  # the run never archived is shown as missing
     assert main(["archive", str(tmp_path / "nowhere"), str(dest)]) == 2
     assert "campaign.json: not found" in capsys.readouterr().err
