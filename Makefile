@@ -134,15 +134,18 @@ reproduce: setup
 # archive holds are skipped (--skip-archived), so a shard cut short, archived with the runs
 # it completed, is finished by running it again, on this machine or a fresh one. Example:
 #   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/5 &
-# N = the campaign's repetitions makes each shard one repetition of every cell.
+# N = the campaign's repetitions makes each shard one repetition of every cell. STOP_AFTER=2h
+# starts no run expected to end later; the runs done are archived and the next call goes on.
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
 SHARD ?=
+STOP_AFTER ?=
 SHARD_RESULTS = results/shard-$(subst /,-of-,$(SHARD))
 CAMPAIGN_NAME = $(shell sed -n 's/^name: *//p' $(CAMPAIGN) | head -n 1)
 paper-shard: setup
 	@test -n "$(SHARD)" || { echo "usage: make paper-shard CAMPAIGN=experiments/papers/<campaign>.yaml SHARD=I/N"; exit 2; }
 	$(BIN)/mprig run $(CAMPAIGN) --shard $(SHARD) --results $(SHARD_RESULTS) \
+		$(if $(STOP_AFTER),--stop-after $(STOP_AFTER)) \
 		$$(test -d $(ARCHIVED)/$(CAMPAIGN_NAME) && echo --skip-archived $(ARCHIVED)/$(CAMPAIGN_NAME)) \
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
 	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)

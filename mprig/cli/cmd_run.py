@@ -14,6 +14,7 @@ from typing import Any
 from mprig.campaign.shard import parse_shard
 from mprig.cli.cmd_status import print_summary
 from mprig.rig.layout import DEFAULT_RIG
+from mprig.run.stop_after import parse_duration
 
 RUN_EPILOG = """\
 examples:
@@ -35,7 +36,10 @@ examples:
   mprig run F.yaml --shard 2/15 --skip-archived reports/archived-runs/NAME
       leave out the runs a committed archive (`mprig archive`) holds: a full profile in
       parts on fresh machines (`make paper-shard`, docs/papers.md)
-exit status: 0 every run complete, 1 some run failed, 2 bad input, 130/143 interrupted
+  mprig run F.yaml --stop-after 2h
+      run what fits in two hours and stop between runs (exit 3); run it again to go on
+exit status: 0 every run complete, 1 some run failed, 2 bad input, 3 stopped by
+--stop-after with runs left (none failed), 130/143 interrupted
 """
 
 
@@ -121,6 +125,15 @@ def register(subparsers: Any) -> None:
         " fresh machine from its committed runs (`make paper-shard` passes it)",
     )
     p.add_argument(
+        "--stop-after",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="start no run expected to end after DURATION (90m, 2h, 1h30m, 5400s) from now;"
+        " the run in progress finishes, exit status 3 says runs are left, and the next `mprig"
+        " run` resumes with them (a session's or a night's share of a long campaign)",
+    )
+    p.add_argument(
         "--no-preflight",
         dest="preflight",
         action="store_false",
@@ -140,11 +153,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from mprig.campaign import shard
     from mprig.errors import UsageError, escape
     from mprig.rig import vmprobe
     from mprig.run import bundle, judge
 
+    args.started = time.monotonic()  # --stop-after counts from here
     campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
     for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
         print(f"mprig: warning: {line}", file=sys.stderr)
@@ -233,6 +249,8 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
         argv += ["--shard", str(args.shard)]
     if getattr(args, "skip_archived", None):  # the guest sees the host's files read-only
         argv += ["--skip-archived", str(Path(args.skip_archived).resolve())]
+    if getattr(args, "stop_after", None):  # counted inside from the guest's boot
+        argv += ["--stop-after", f"{max(args.stop_after - budget_spent(args), 0.001):.3f}s"]
     got: list[int] = []
 
     def on_term(signum: int, _frame: Any) -> None:
@@ -271,11 +289,12 @@ def _run_native(
     def run_on(rig: Any) -> runner.CampaignResult:
         return runner.run_campaign(
             campaign, runs, rig, results, reporter,
-            force=args.force, redo_rig_limited=args.redo_rig_limited,
+            force=args.force, redo_rig_limited=args.redo_rig_limited, budget=budget(args),
         )  # fmt: skip
 
     try:
         if lab:
+            from mprig.cli.run_lab import preflight, read_teardown, verify_teardown
             from mprig.stack import lab_cc
 
             explicit = bool(getattr(args, "inventory", None))
@@ -306,78 +325,27 @@ def _run_native(
         reporter.close()
     if outcome.interrupted is not None:
         return 128 + outcome.interrupted
+    if outcome.left and not outcome.failed:
+        return 3
     return 0 if outcome.complete == len(runs) else 1
 
 
-def preflight(rig: Any, results: Path, say: Any, python: str | None = None) -> None:
-    """Probe every path of a lab rig (mprig.rig.probe) before the first run; record the results
-    in RESULTS/preflight.json and refuse (HostError) a path that fails, naming it and what
-    failed."""
-    from dataclasses import asdict
+def budget_spent(args: argparse.Namespace) -> float:
+    """Seconds of --stop-after's budget spent since this `mprig run` started."""
+    import time
 
-    from mprig.errors import HostError
-    from mprig.rig.probe import probe
-    from mprig.run import bundle
-
-    say("preflight: probing every path (MPTCP handshake and a data transfer with DSS)")
-    found = probe(rig, python=python)
-    bundle.write_json(results / PREFLIGHT_JSON, {"paths": [asdict(r) for r in found]})
-    failed = [r for r in found if r.verdict != "ok"]
-    if failed:
-        why = "; ".join(f"path {r.path} ({r.client_if}): {r.verdict}: {r.detail}" for r in failed)
-        raise HostError(
-            "client",
-            f"MPTCP preflight refused {len(failed)} of {len(found)} paths: {why}. Nothing ran;"
-            f" `mprig probe --inventory` shows it again, `mprig run --no-preflight` runs anyway",
-        )
+    return time.monotonic() - float(args.started)
 
 
-PREFLIGHT_JSON = "preflight.json"  # the preflight's per-path results (mprig.rig.probe.PathProbe)
-TEARDOWN_JSON = "teardown.json"  # a lab campaign's teardown: settings before, after, problems
+def budget(args: argparse.Namespace) -> Any:
+    """The --stop-after budget: from this command's start, or inside the campaign VM from
+    the guest's boot (the outer `mprig run` sent what was left when it started the VM)."""
+    from mprig.run import stop_after
 
-
-def _teardown_reads(rig: Any, variants: Any) -> dict[str, list[str]]:
-    from mprig.stack import isolation
-
-    keys = isolation.campaign_keys(variants)
-    devs = isolation.teardown_devices(rig.paths, rig.data_ifs)
-    return {h: isolation.teardown_argv(keys, devs.get(h, [])) for h in rig.hosts}
-
-
-def read_teardown(rig: Any, variants: Any) -> Any:
-    """What a lab campaign's teardown compares, read from every host before the first run."""
-    from mprig.stack import isolation
-
-    argvs = _teardown_reads(rig, variants)
-    return {h: isolation.parse(rig.hosts[h].run(argv, check=False).stdout)
-            for h, argv in argvs.items()}  # fmt: skip
-
-
-def verify_teardown(rig: Any, variants: Any, before: Any, results: Path) -> None:
-    """After a lab campaign (the runner has put its baseline back): read every host again,
-    record both reads in RESULTS/teardown.json, HostError naming each host and setting the
-    campaign left changed (BPF congestion controls still registered included)."""
-    from mprig.errors import HostError
-    from mprig.run import bundle
-    from mprig.stack import isolation
-
-    after = read_teardown(rig, variants)
-    problems = isolation.teardown_diff(before, after)
-    doc = {
-        "verified": not problems,
-        "problems": problems,
-        "before": {h: s.as_json() for h, s in before.items()},
-        "after": {h: s.as_json() for h, s in after.items()},
-    }
-    bundle.write_json(results / TEARDOWN_JSON, doc)
-    if problems:
-        host = problems[0].split(" ", 1)[0].rstrip(":")
-        raise HostError(
-            host,
-            "the lab rig is not back where the campaign found it: "
-            + "; ".join(problems)
-            + f" (the runs' results are kept; {results / TEARDOWN_JSON} has both reads)",
-        )
+    if not getattr(args, "stop_after", None):
+        return None
+    start = stop_after.since_boot() if args.outer_lock else args.started
+    return stop_after.Budget(args.stop_after, start=start)
 
 
 def _virtual_up(name: str, campaign: Any, say: Any) -> Any:

@@ -46,6 +46,7 @@ from mprig.run.run_stages import (
     teardown,
     traffic_stage,
 )
+from mprig.run.stop_after import Budget
 from mprig.stack import userpm
 
 
@@ -162,6 +163,7 @@ class CampaignResult:
     failed: int  # runs recorded failed in this invocation
     skipped: int  # runs already complete before this invocation
     interrupted: int | None  # signal number if interrupted
+    left: int = 0  # runs not started because the --stop-after budget was spent
 
 
 def run_campaign(
@@ -173,9 +175,11 @@ def run_campaign(
     *,
     force: bool = False,
     redo_rig_limited: bool = False,
+    budget: Budget | None = None,
 ) -> CampaignResult:
     """Run every planned run that has no verified bundle yet (all with force; with
-    redo_rig_limited also the complete runs whose rig was saturated)."""
+    redo_rig_limited also the complete runs whose rig was saturated); with a budget
+    (`--stop-after`), none that is expected to end after it."""
     decisions = {
         r.run_id: bundle.decide(results, r.run_id, force=force, redo_rig_limited=redo_rig_limited)
         for r in runs
@@ -190,11 +194,18 @@ def run_campaign(
     reporter.campaign_start(
         campaign.name, len(runs), len(runs) - len(todo), rig=rig.name, mode=rig.mode
     )
-    failed = 0
+    failed = left = 0
     with signals_as_exceptions():
         try:
-            for run in todo:
+            for i, run in enumerate(todo):
+                if budget is not None and not budget.room_for(run):
+                    left = len(todo) - i
+                    reporter.message(budget.stop_message(run, left))
+                    break
+                t0 = time.monotonic()
                 failed += run_one(ctx, run, decisions[run.run_id].reason)
+                if budget is not None:
+                    budget.timed(time.monotonic() - t0)
         except Interrupted as e:
             reporter.campaign_end(status="interrupted", signal=e.signum)
             return CampaignResult(
@@ -208,8 +219,12 @@ def run_campaign(
                 sweep_rig(rig)
                 restore_baseline(rig, base, reporter)
             rig.close()
-    reporter.campaign_end(status="done", failed=failed)
-    return CampaignResult(_count_complete(results, runs), failed, len(runs) - len(todo), None)
+    if left:
+        reporter.campaign_end(status="stopped", failed=failed, left=left, reason="--stop-after")
+    else:
+        reporter.campaign_end(status="done", failed=failed)
+    done = _count_complete(results, runs)
+    return CampaignResult(done, failed, len(runs) - len(todo), None, left)
 
 
 def run_one(ctx: Context, run: Run, reason: str) -> int:

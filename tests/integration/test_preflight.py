@@ -17,7 +17,7 @@ import pytest
 
 from mprig.campaign.spec import Direction
 from mprig.campaign.spec import Path as SpecPath
-from mprig.cli.cmd_run import preflight
+from mprig.cli.run_lab import preflight
 from mprig.errors import HostError
 from mprig.rig import layout as L
 from mprig.rig import virtual
