@@ -4,9 +4,9 @@ run in progress always finishes, so nothing is lost, and the next `mprig run` re
 the runs left.
 
 How long the next run takes is the longest run seen so far in this invocation (a retry
-included), or, before the first, its traffic plus FIRST_GUESS_S. In the campaign VM the
-budget counts from the guest's boot (/proc/uptime), which is when the `mprig run` outside
-started the VM, so the boot is not spent twice.
+included) but at least its traffic, or, before the first, its traffic plus FIRST_GUESS_S.
+In the campaign VM the budget counts from the guest's boot (/proc/uptime), which is when the
+`mprig run` outside started the VM, so the boot is not spent twice.
 """
 
 from __future__ import annotations
@@ -57,8 +57,10 @@ class Budget:
         return time.monotonic() - self.start
 
     def expected(self, run: Any) -> float:
-        """How long RUN is expected to take."""
-        return self.longest or float(run.traffic.duration_s) + FIRST_GUESS_S
+        """How long RUN is expected to take: never less than its traffic (the longest run so
+        far may have failed in its first seconds)."""
+        traffic = float(run.traffic.duration_s)
+        return max(self.longest, traffic) if self.longest else traffic + FIRST_GUESS_S
 
     def room_for(self, run: Any) -> bool:
         """Whether RUN is expected to end within the budget."""

@@ -68,6 +68,9 @@ def test_a_run_starts_only_when_it_is_expected_to_end_in_time(
     assert budget.room_for(run(60)) and (clock.now - budget.start) == 170
     clock.now += 1
     assert not budget.room_for(run(60))
+    failed_fast = Budget(300.0)
+    failed_fast.timed(2.0)  # a run that failed in its first seconds
+    assert failed_fast.expected(run(60)) == 60 and failed_fast.expected(run(1)) == 2.0
     message = budget.stop_message(run(60), 7)
     assert "7 runs left" in message and "0h02m51s spent" in message and "130 s" in message
 
