@@ -73,11 +73,17 @@ def run_rows(results: Path, planned: list[dict[str, Any]]) -> list[dict[str, Any
                 "variant": _variant_name(p["variant"]),
                 "repetition": p["repetition"],
                 "status": verdict.status,
-                "reason": "" if verdict.ok else verdict.reason,
+                "reason": "" if verdict.ok else _reason(verdict, archive=kept is not None),
                 "throughput_bps": (record.get("summary") or {}).get("throughput_bps"),
             }
         )
     return rows
+
+
+def _reason(verdict: Any, archive: bool) -> str:
+    """Why a run is not complete; in an archive a run it does not hold may have run on a
+    machine whose results were never archived."""
+    return "not archived yet" if archive and verdict.status == "missing" else verdict.reason
 
 
 def _variant_name(variant: Any) -> str:

@@ -197,7 +197,7 @@ def test_status_collect_and_run_know_an_archive(
     archive.archive(shard(tmp_path / "r", [RUNS[0]]), dest)
     assert main(["status", str(dest), "--json"]) == 1  # one planned run never archived
     rows = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows[RUNS[0]]["status"] == "missing"
+    assert (rows[RUNS[0]]["status"], rows[RUNS[0]]["reason"]) == ("missing", "not archived yet")
     assert rows[RUNS[1]]["status"] == "complete"
     assert rows[RUNS[1]]["reason"] == ""
     record = json.loads((dest / RUNS[1] / "run.json").read_text())
