@@ -144,7 +144,8 @@ def _guest_script(argv: Sequence[str], status_file: Path, share: Path) -> str:
     then its exit status."""
     env = {IN_VM_ENV: "1", "PATH": _guest_path(), "HOME": "/tmp"}
     beat = shlex.quote(str(share / vmboot.HEARTBEAT_FILE))
-    lines = ["#!/bin/sh", f"echo {vmboot.READY_MARKER.decode()}"]
+    marker = vmboot.READY_MARKER.decode()
+    lines = ["#!/bin/sh", f"echo {marker}", f"echo {marker} >&2"]  # each pipe's own
     lines += [
         f"(while :; do cat /proc/uptime > {beat}.tmp && mv -f {beat}.tmp {beat}; "
         f"sleep {vmboot.HEARTBEAT_S}; done) </dev/null >/dev/null 2>&1 &",

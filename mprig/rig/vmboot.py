@@ -6,8 +6,12 @@ vng gets pipes of its own; two threads copy the guest's stdout and stderr to our
 the guest is up, and everything before that (QEMU's and vng's own messages) to a console
 log whose tail explains a failed boot.
 
-The guest script (vm._guest_script) prints READY_MARKER as its first line and refreshes a
-heartbeat file every HEARTBEAT_S seconds. The host gives the boot `boot_deadline` seconds
+The guest script (vm._guest_script) prints READY_MARKER as its first line, on stdout and
+then on stderr, and refreshes a heartbeat file every HEARTBEAT_S seconds. Each pipe is
+routed by the marker seen on that pipe (stdout's also stands for stderr's where vng merges
+the guest's stderr into its stdout): the two threads run at their own pace, and a guest
+line on stderr read before the stdout thread reached its marker went to the console log,
+which is deleted after the run. The host gives the boot `boot_deadline` seconds
 to show the marker and the running guest `stale_after` seconds between heartbeats.
 """
 
@@ -55,7 +59,8 @@ class Console:
 
     def __init__(self, log: IO[bytes], *, to_log_only: bool) -> None:
         self.log, self.to_log_only = log, to_log_only
-        self.ready = threading.Event()
+        self.ready = threading.Event()  # the marker seen on stdout: the guest is up
+        self._err_ready = threading.Event()  # the marker seen on stderr
         self.tail: collections.deque[str] = collections.deque(maxlen=12)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -74,17 +79,18 @@ class Console:
 
     def _copy(self, pipe: IO[bytes], sink: TextIO, is_out: bool) -> None:
         for line in iter(pipe.readline, b""):
-            if is_out and not self.ready.is_set() and line.rstrip() == READY_MARKER:
-                self.ready.set()
+            if line.rstrip() == READY_MARKER:
+                (self.ready if is_out else self._err_ready).set()
                 continue
             with self._lock:
                 self._route(line, sink, is_out)
 
     def _route(self, line: bytes, sink: TextIO, is_out: bool) -> None:
-        if self.to_log_only or not self.ready.is_set():
+        up = self.ready.is_set() or (not is_out and self._err_ready.is_set())
+        if self.to_log_only or not up:
             self.log.write(line)
             self.log.flush()
-            if not self.ready.is_set():
+            if not up:
                 self.tail.append(line.decode(errors="replace").rstrip())
             return
         _write(sink, line)

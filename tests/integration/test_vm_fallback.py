@@ -45,7 +45,8 @@ def test_a_hanging_kvm_boot_falls_back_to_a_real_emulated_boot(
     monkeypatch.setenv("MPRIG_VM_KVM_BOOT_TIMEOUT", "15")
     monkeypatch.delenv(kvm.KVM_ENV, raising=False)
 
-    assert vm.run_in_vm(["sh", "-c", "echo guest says $(hostname)"], []) == 0
+    guest = "echo guest says $(hostname); echo guest err >&2"
+    assert vm.run_in_vm(["sh", "-c", guest], []) == 0
 
     assert (tmp_path / "qemu.log").read_text().split() == ["kvm", "tcg"]
     cached = json.loads((tmp_path / "cache" / "kvm.json").read_text())
@@ -54,3 +55,4 @@ def test_a_hanging_kvm_boot_falls_back_to_a_real_emulated_boot(
     out, err = capfd.readouterr()
     assert out.splitlines() == ["guest says mprig-vm"]
     assert "booting again with software emulation" in err
+    assert "guest err" in err.splitlines() and "@@mprig-guest-up" not in out + err

@@ -38,7 +38,8 @@ def test_guest_script_sets_the_environment_then_records_the_status() -> None:
     share = Path("/var/tmp/x")
     script = vm._guest_script(["mprig", "run", "a b.yaml"], share / "status", share)
     lines = script.splitlines()
-    assert lines[:2] == ["#!/bin/sh", "echo @@mprig-guest-up"]  # readiness comes first
+    # readiness comes first, on each of the two pipes
+    assert lines[:3] == ["#!/bin/sh", "echo @@mprig-guest-up", "echo @@mprig-guest-up >&2"]
     assert "export MPRIG_IN_VM=1" in lines
     assert "export HOME=/tmp" in lines
     assert lines[-4:] == [
