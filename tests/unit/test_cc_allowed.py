@@ -27,16 +27,22 @@ def allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield path
 
 
-def in_child(body: Callable[[], None]) -> int:
-    """Run BODY in a forked child that leaves with os._exit (no `finally` runs, no flock
-    survives: what kill -9 leaves); its exit status."""
+def forked(body: Callable[[], None], status: int) -> int:
+    """Run BODY in a forked child that leaves with os._exit(STATUS) (no `finally` runs, no
+    flock survives: what kill -9 leaves); its pid."""
     pid = os.fork()
     if pid == 0:
         try:
             body()
         finally:
-            os._exit(1)  # killed_inside leaves with 0 from inside the block
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            os._exit(status)
+    return pid
+
+
+def in_child(body: Callable[[], None]) -> int:
+    """BODY's exit status in a forked child (1 unless it leaves with 0 itself, as
+    killed_inside does from inside the block)."""
+    return os.waitstatus_to_exitcode(os.waitpid(forked(body, 1), 0)[1])
 
 
 def killed_inside(names: list[str]) -> Callable[[], None]:
@@ -82,12 +88,7 @@ def test_a_live_campaign_keeps_what_it_needs(allowed: Path) -> None:
             os.write(go[1], b"x")
             os.read(done[0], 1)
 
-    pid = os.fork()
-    if pid == 0:
-        try:
-            campaign_a()
-        finally:
-            os._exit(0)
+    pid = forked(campaign_a, 0)
     os.read(go[0], 1)
     with cc_allowed.allow(["cubic", "lia"]):
         assert allowed.read_text().split() == ["reno", "bbr", "cubic", "lia"]
@@ -96,12 +97,7 @@ def test_a_live_campaign_keeps_what_it_needs(allowed: Path) -> None:
         assert allowed.read_text().split() == ["reno", "bbr", "cubic", "lia"]
     assert allowed.read_text().split() == ["reno", "bbr"]
 
-    pid = os.fork()
-    if pid == 0:
-        try:
-            campaign_a()
-        finally:
-            os._exit(0)
+    pid = forked(campaign_a, 0)
     os.read(go[0], 1)
     with cc_allowed.allow(["lia"]):
         pass
