@@ -291,6 +291,7 @@ def test_plain_tcp_runs_get_a_throughput_from_their_path_so_gains_can_be_checked
 # --- issue 15: verdicts that can fail --------------------------------------------------------
 
 import paper_synth as ps  # noqa: E402
+import papers_digest  # noqa: E402
 
 CAMPAIGN_FILES = sorted(p.stem for p in ps.PAPERS.glob("*-full.yaml"))
 
@@ -441,16 +442,13 @@ def test_one_value_per_cell_in_a_reproduction_report() -> None:
 
 # --- every transcribed number against the digest of the papers (../shared/PAPERS.md) ------
 
-DIGEST = Path(__file__).resolve().parents[3] / "shared" / "PAPERS.md"
 METHODS_000 = {"NoPR": "nopr", "D-SACK": "dsack", "TCP-DOOR": "tcpdoor", "PR-R": "prr"}
 METHODS_003 = {"NoPR": "nopr", "DSACK": "dsack", "Eifel": "eifel", "TCP-DOOR": "tcpdoor",
                "F-RTO": "frto"}  # fmt: skip
 
 
 def _digest() -> str:
-    if not DIGEST.is_file():
-        pytest.skip(f"{DIGEST} is not in this checkout's neighbourhood")
-    return DIGEST.read_text()
+    return papers_digest.digest()
 
 
 def quoted() -> dict[str, float]:

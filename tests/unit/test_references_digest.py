@@ -2,7 +2,8 @@
 1): the tables through test_references.quoted(), every other row here, from a phrase of the
 digest (../shared/PAPERS.md) or, where the digest does not quote the number, of the paper's
 own text (../shared/seeds/). A row added without its phrase, or a value that drifts from it,
-fails."""
+fails. A clone without ../shared reads the copies in tests/digest/ (tests/papers_digest.py),
+checked here against the originals wherever those are present."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import fnmatch
 import re
 from collections.abc import Callable
 
+import papers_digest
 import pytest
-from test_references import DIGEST, quoted, shipped
-
-SEEDS = DIGEST.parent / "seeds"
+from test_references import quoted, shipped
 
 
 def one(groups: tuple[str, ...]) -> float:
@@ -105,13 +105,9 @@ TEXT = [("digest", *q) for q in DIGEST_TEXT] + [("seed", *q) for q in SEED_TEXT]
 
 
 def text(where: str, paper: str) -> str:
-    if not DIGEST.is_file():
-        pytest.skip(f"{DIGEST} is not in this checkout's neighbourhood")
-    if where == "digest":
-        body = next(s for s in re.split(r"^## ", DIGEST.read_text(), flags=re.M) if s[:3] == paper)
-    else:
-        body = next(SEEDS.glob(f"{paper}_*.txt")).read_text()
-    return re.sub(r"\s+", " ", body)
+    return (
+        papers_digest.section(paper) if where == "digest" else papers_digest.seed_or_quotes(paper)
+    )
 
 
 def covering(ref_id: str) -> list[int]:
@@ -138,3 +134,17 @@ def test_each_text_row_holds_the_value_of_its_phrase(
     assert {i: shipped()[i].ref.value for i in ids} == {
         i: pytest.approx(value(m.groups())) for i in ids
     }
+
+
+def test_the_copies_are_the_originals_where_the_originals_are_present() -> None:
+    """tests/digest/PAPERS.md is ../shared/PAPERS.md, and each copied sentence is in its
+    paper's text; in a checkout without ../shared the copies are all there is, and this
+    checks that they hold what the rows quote (the tests above)."""
+    original = papers_digest.SHARED / "PAPERS.md"
+    if original.is_file():
+        assert (papers_digest.COPY / "PAPERS.md").read_text() == original.read_text()
+    quotes = papers_digest.copied_seed_quotes()
+    assert quotes and all(quotes.values())
+    for paper, sentences in quotes.items():
+        own = papers_digest.seed(paper)
+        assert own is None or all(s in own for s in sentences), paper
