@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mprig.cli.argtypes import bounded_int
 from reports import reproduce_committed, reproduce_figures, reproduce_html
 from reports.paperplans import PAPERS
 from reports.reproduce import COMMITTED, PROFILES, REPRODUCTIONS, campaign_file, reproduce
@@ -28,6 +29,10 @@ examples:
   mprig reproduce 004 --profile full --run
                                          the paper's run lengths and repetitions over every
                                          cell (hours to days); reports/reproductions/004/
+  mprig reproduce 000 --profile full --results reports/archived-runs --min-n 5
+                                         the full profile from the committed archives once
+                                         every cell holds 5 of its 30 repetitions
+                                         (`make paper-shard ... SHARD=1/6` of each campaign)
   mprig reproduce 000 003                report from results already collected
   mprig reproduce 000 --profile core --from-committed
                                          judge reports/reproductions/000/ again from its
@@ -64,6 +69,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "campaigns have not run every planned run (refused otherwise, so a "
                    "committed reproduction is never replaced by part of one); environment.json "
                    "and report.md then list what is missing")  # fmt: skip
+    p.add_argument("--min-n", type=bounded_int(1, 1000, "runs per cell"), default=None, metavar="K",
+                   help="core and full profiles: write the reproduction once every cell (a "
+                   "variant at a sweep point) of every campaign holds at least K runs, though "
+                   "not every planned repetition ran (paper 000's full profile plans 30; "
+                   "`make paper-shard ... SHARD=1/6` runs 5 of each cell); report.md and "
+                   "environment.json say how many runs each campaign's cells hold")  # fmt: skip
     p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where PAPER/ goes (default: reports/reproductions for the core and "
@@ -100,7 +111,9 @@ def main(args: argparse.Namespace) -> int:
         if args.from_committed:
             report = reproduce_committed.rejudge(out / paper, args.results)
         else:
-            report = reproduce(paper, args.profile, args.results, out, args.run, args.partial)
+            report = reproduce(
+                paper, args.profile, args.results, out, args.run, args.partial, args.min_n
+            )
         print(report)
         print(reproduce_html.write(report.parent))
     return 0

@@ -22,6 +22,7 @@ from mprig.errors import UsageError
 from reports import reproduce_gaps
 from reports.paperplans import PAPERS, Comparison, PaperPlan
 from reports.reproduce_delay import delay_lines
+from reports.reproduce_rig import cc_lines, preset_lines, wifi_model_lines
 from reports.results import fmt_value
 from reports.tables import markdown_table, sig
 
@@ -130,52 +131,6 @@ def check_lines(checks: list[Check]) -> list[str]:
         row["ours"] = "–" if c.ours is None else fmt_number(c.ours)
         rows.append({k: row[k] for k in keep})
     return markdown_table(rows)
-
-
-def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
-    """What the Wi-Fi model applies per distance for the papers' three PHY modes."""
-    from mprig.campaign import wifi
-
-    rows = []
-    for standard, rate in (("11g", 54.0), ("11g", 6.0), ("11b", 2.0)):
-        for d in distances:
-            est = wifi.link(d, standard, rate)  # type: ignore[arg-type]
-            rows.append(
-                {
-                    "PHY": f"{standard} {rate:g}",
-                    "distance m": f"{d:g}",
-                    "mean SNR dB": f"{est.mean_snr_db:.1f}",
-                    "frame error": f"{est.frame_error:.3f}",
-                    "netem rate Mbit/s": f"{est.netem_rate_mbit:.2f}",
-                    "netem loss %": f"{est.loss_pct:.3g}",
-                }
-            )
-    return markdown_table(rows)
-
-
-def cc_lines(available: tuple[str, ...] | None) -> list[str]:
-    """Congestion-control availability of the papers' controllers on the rig's kernel."""
-    from mprig.campaign import presets
-
-    if available is None:
-        return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
-    out = [f"Kernel offers: {' '.join(available)}.", ""]
-    for name in ("uncoupled", "lia", "olia", "fully_coupled", "prr", "tcpdoor", "cwa"):
-        c = presets.check_cc(name, available)
-        status = "available" if c.available else f"unavailable: {c.reason}"
-        out.append(f"- {presets.CC_PRESETS[name].paper_name} (`{name}`): {status}")
-    return out
-
-
-def preset_lines() -> list[str]:
-    """Each reordering preset: its exact sysctls and how it differs from NS-3."""
-    from mprig.campaign import presets
-
-    out = []
-    for p in presets.RECOVERY_PRESETS.values():
-        knobs = ", ".join(f"{k.removeprefix('net.ipv4.')}={v}" for k, v in p.sysctls.items())
-        out.append(f"- **{p.paper_name}** (`{p.name}`): {knobs}. {p.differs}")
-    return out
 
 
 def available_cc(results: list[Results]) -> tuple[str, ...] | None:
@@ -432,10 +387,17 @@ def write_judgement(
 
 
 def reproduce(
-    paper: str, profile: str, results_root: Path, out: Path, run: bool, partial: bool = False
+    paper: str,
+    profile: str,
+    results_root: Path,
+    out: Path,
+    run: bool,
+    partial: bool = False,
+    min_n: int | None = None,
 ) -> Path:
     """Optionally run a paper's campaigns, then write OUT/<paper>/ (core, full: refused with
-    runs never run, unless PARTIAL) or OUT/<paper>-quick/. Returns its report.md."""
+    runs never run, unless PARTIAL, or with a cell under MIN_N runs) or OUT/<paper>-quick/.
+    Returns its report.md."""
     if paper not in PAPERS:
         raise UsageError(f"paper {paper!r}: no such paper (papers: {', '.join(PAPERS)})")
     plan = PAPERS[paper]
@@ -444,6 +406,6 @@ def reproduce(
     outcomes = [load_outcome(stem, profile, results_root) for stem in plan.campaigns]
     name = paper if profile in COMMITTED else f"{paper}-{profile}"
     if profile in COMMITTED and not partial:
-        reproduce_gaps.refuse(paper, profile, outcomes, PAPERS_DIR, str(out / name))
+        reproduce_gaps.refuse(paper, profile, outcomes, PAPERS_DIR, str(out / name), min_n)
     cc = available_cc([o.results for o in outcomes if o.results is not None]) or _local_cc()
     return write_reproduction(plan, outcomes, cc, out / name)

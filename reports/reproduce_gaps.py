@@ -3,10 +3,19 @@ no bundle. A core or full reproduction goes to reports/reproductions/, where doc
 takes its numbers from, so `mprig reproduce` refuses to write one over these gaps unless
 asked for a partial one (`--partial`), which then says so in environment.json and report.md.
 A full profile takes many sessions without KVM; its campaigns resume where they stopped.
+
+`--min-n K` asks for less than every planned repetition but more than any part: every cell
+(a variant at a sweep point) of every campaign holding at least K runs. The paper's 30
+repetitions of paper 000 are then a sixth of the machine time away at K = 5 (`make
+paper-shard ... SHARD=1/6` deals 5 repetitions of every cell, mprig/campaign/shard.py).
+Each gap line says how many runs its cells hold, so the report and environment.json state
+the n the verdicts stand on.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from typing import TYPE_CHECKING, Protocol
 
 from mprig.errors import UsageError
@@ -31,10 +40,25 @@ class Outcome(Protocol):
     def missing(self) -> str: ...  # why there are no results
 
 
-def gaps(outcomes: Sequence[Outcome], papers_dir: Path) -> list[str]:
+def cell_runs(results: Results) -> tuple[int, int, int]:
+    """(fewest, most) runs with a bundle that one planned cell (variant x sweep point) of
+    RESULTS holds, and the most runs planned for one cell (the repetitions)."""
+    held = {p["run_id"] for p in results.planned} - {p["run_id"] for p in results.missing}
+    planned: Counter[tuple[str, str]] = Counter()
+    present: Counter[tuple[str, str]] = Counter()
+    for p in results.planned:
+        cell = (p["variant"], json.dumps(p["point"], sort_keys=True, default=str))
+        planned[cell] += 1
+        present[cell] += p["run_id"] in held
+    counts = [present[c] for c in planned] or [0]
+    return min(counts), max(counts), max(planned.values(), default=0)
+
+
+def gaps(outcomes: Sequence[Outcome], papers_dir: Path, min_n: int | None = None) -> list[str]:
     """One line per campaign of the profile (a PAPERS_DIR/<stem>-<profile>.yaml exists) that
     is not complete: absent, or with planned runs that never ran (a failed run is a result,
-    not a gap)."""
+    not a gap), with the runs its cells hold. With MIN_N, only the campaigns where a cell
+    holds fewer than MIN_N runs."""
     out = []
     for o in outcomes:
         name = f"{o.stem}-{o.profile}"
@@ -43,9 +67,14 @@ def gaps(outcomes: Sequence[Outcome], papers_dir: Path) -> list[str]:
         if o.results is None:
             out.append(f"{name}: no results ({o.missing})")
         elif o.results.missing:
-            planned = len(o.results.planned)
-            missing = len(o.results.missing)
-            out.append(f"{name}: {missing} of {planned} planned runs {unrun(o.results)}")
+            fewest, most, repetitions = cell_runs(o.results)
+            if min_n is not None and fewest >= min_n:
+                continue
+            held = f"{fewest}" if fewest == most else f"{fewest}-{most}"
+            out.append(
+                f"{name}: {len(o.results.missing)} of {len(o.results.planned)} planned runs "
+                f"{unrun(o.results)} (a cell holds {held} of its {repetitions})"
+            )
     return out
 
 
@@ -56,12 +85,25 @@ def unrun(results: Results) -> str:
 
 
 def refuse(
-    paper: str, profile: str, outcomes: Sequence[Outcome], papers_dir: Path, where: str
+    paper: str,
+    profile: str,
+    outcomes: Sequence[Outcome],
+    papers_dir: Path,
+    where: str,
+    min_n: int | None = None,
 ) -> None:
-    """Raise when the profile has gaps(): the committed reproduction stays as it is."""
-    found = gaps(outcomes, papers_dir)
+    """Raise when the profile has gaps() (with MIN_N: a cell holding fewer than MIN_N runs):
+    the committed reproduction stays as it is."""
+    found = gaps(outcomes, papers_dir, min_n)
     if not found:
         return
+    if min_n is not None:
+        raise UsageError(
+            f"paper {paper}, {profile} profile, has cells with fewer than {min_n} runs: "
+            f"{'; '.join(found)}. {where} keeps what it has. Run more of each campaign (`make "
+            "paper-shard CAMPAIGN=experiments/papers/<campaign>.yaml SHARD=I/N` deals every "
+            "cell's repetitions evenly over the N shards), or ask for fewer with --min-n"
+        )
     if any(o.results is not None and o.results.archived for o in outcomes):
         resume = ("Run the missing shards with `make paper-shard CAMPAIGN=experiments/papers/"
                   "<campaign>.yaml SHARD=I/N`, which adds them to the archive")  # fmt: skip

@@ -1,0 +1,53 @@
+"""The rig side of a reproduction report's setup differences: which of the papers' congestion
+controls the rig's kernel offers, the exact sysctls of each reordering preset, and what the
+Wi-Fi model applies per distance. Pure: Markdown lines out."""
+
+from __future__ import annotations
+
+from reports.tables import markdown_table
+
+
+def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
+    """What the Wi-Fi model applies per distance for the papers' three PHY modes."""
+    from mprig.campaign import wifi
+
+    rows = []
+    for standard, rate in (("11g", 54.0), ("11g", 6.0), ("11b", 2.0)):
+        for d in distances:
+            est = wifi.link(d, standard, rate)  # type: ignore[arg-type]
+            rows.append(
+                {
+                    "PHY": f"{standard} {rate:g}",
+                    "distance m": f"{d:g}",
+                    "mean SNR dB": f"{est.mean_snr_db:.1f}",
+                    "frame error": f"{est.frame_error:.3f}",
+                    "netem rate Mbit/s": f"{est.netem_rate_mbit:.2f}",
+                    "netem loss %": f"{est.loss_pct:.3g}",
+                }
+            )
+    return markdown_table(rows)
+
+
+def cc_lines(available: tuple[str, ...] | None) -> list[str]:
+    """Congestion-control availability of the papers' controllers on the rig's kernel."""
+    from mprig.campaign import presets
+
+    if available is None:
+        return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
+    out = [f"Kernel offers: {' '.join(available)}.", ""]
+    for name in ("uncoupled", "lia", "olia", "fully_coupled", "prr", "tcpdoor", "cwa"):
+        c = presets.check_cc(name, available)
+        status = "available" if c.available else f"unavailable: {c.reason}"
+        out.append(f"- {presets.CC_PRESETS[name].paper_name} (`{name}`): {status}")
+    return out
+
+
+def preset_lines() -> list[str]:
+    """Each reordering preset: its exact sysctls and how it differs from NS-3."""
+    from mprig.campaign import presets
+
+    out = []
+    for p in presets.RECOVERY_PRESETS.values():
+        knobs = ", ".join(f"{k.removeprefix('net.ipv4.')}={v}" for k, v in p.sysctls.items())
+        out.append(f"- **{p.paper_name}** (`{p.name}`): {knobs}. {p.differs}")
+    return out
