@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mprig.errors import UsageError
+from reports import reproduce_gaps
 from reports.paperplans import PAPERS
 from reports.reproduce import REPRODUCTIONS, fmt_number
 from reports.reproduce_html import read_json
@@ -45,7 +46,8 @@ def docs_section(reproductions: Path = REPRODUCTIONS) -> str:
         rig = ", ".join(
             [*e.get("rig_modes", []), *e.get("acceleration", []), *e.get("kernels", [])]
         )
-        lines.append(f"| {paper} | {v.get('profile', '')} | {counts} | {rig} |")
+        profile = reproduce_gaps.label(str(v.get("profile", "")), e)
+        lines.append(f"| {paper} | {profile} | {counts} | {rig} |")
     verdicts = {paper: v for paper, (v, _) in committed.items()}
     lines += ordering_lines(verdicts)
     lines += checked_lines(verdicts)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mprig.errors import UsageError
 
@@ -52,6 +52,25 @@ def cell_runs(results: Results) -> tuple[int, int, int]:
         present[cell] += p["run_id"] in held
     counts = [present[c] for c in planned] or [0]
     return min(counts), max(counts), max(planned.values(), default=0)
+
+
+def cells(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """environment.json's `cells` of a reproduction written without every planned run: the
+    fewest runs any cell of the profile holds, and the most planned for one."""
+    found = [cell_runs(o.results) for o in outcomes if o.results is not None]
+    return {"fewest": min((f for f, _, _ in found), default=0),
+            "planned": max((r for _, _, r in found), default=0)}  # fmt: skip
+
+
+def label(profile: str, environment: dict[str, Any]) -> str:
+    """The profile as docs/papers.md names a committed reproduction: 'full', or 'full, n >= 5
+    of 30' for one written with --min-n, or 'full, partial' (--partial, or no `cells`)."""
+    if not environment.get("incomplete"):
+        return profile
+    got = environment.get("cells") or {}
+    if got.get("fewest", 0) > 0 and not any("no results" in g for g in environment["incomplete"]):
+        return f"{profile}, n ≥ {got['fewest']} of {got['planned']}"
+    return f"{profile}, partial"
 
 
 def gaps(outcomes: Sequence[Outcome], papers_dir: Path, min_n: int | None = None) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from mprig.cli import main as cli
 from mprig.errors import UsageError
-from reports import paperplans, reproduce, reproduce_gaps, results
+from reports import paperplans, reproduce, reproduce_docs, reproduce_gaps, results
 
 
 def keep(root: Path, predicate: object) -> None:
@@ -66,7 +66,9 @@ def test_a_reproduction_at_n_2_of_3_is_written_and_says_so(
     report = reproduce.reproduce("004", "full", three_reps, out, run=False, min_n=2)
     gap = "004-fig4-full: 63 of 189 planned runs never ran (a cell holds 2 of its 3)"
     assert gap in report.read_text().splitlines()[2]
-    assert json.loads((out / "004" / "environment.json").read_text())["incomplete"] == [gap]
+    env = json.loads((out / "004" / "environment.json").read_text())
+    assert (env["incomplete"], env["cells"]) == ([gap], {"fewest": 2, "planned": 3})
+    assert "| 004 | full, n ≥ 2 of 3 | " in reproduce_docs.docs_section(out)
     verdicts = json.loads((out / "004" / "verdicts.json").read_text())
     fills = next(c for c in verdicts["checks"] if c["id"] == "004-rcvbuf-fills-both")
     assert fills["n"] == 2
@@ -110,3 +112,22 @@ def test_the_command_line(
     with pytest.raises(SystemExit):
         cli.main([*argv, "--min-n", "0"])
     assert "allowed: 1 to 1000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("environment", "shown"),
+    [
+        ({}, "full"),
+        ({"incomplete": ["x: 9 of 10 planned runs never ran (a cell holds 1 of its 10)"],
+          "cells": {"fewest": 1, "planned": 10}}, "full, n ≥ 1 of 10"),
+        ({"incomplete": ["x: 10 of 10 planned runs never ran (a cell holds 0-0 of its 10)"],
+          "cells": {"fewest": 0, "planned": 10}}, "full, partial"),
+        ({"incomplete": ["y: no results (absent)"], "cells": {"fewest": 5, "planned": 5}},
+         "full, partial"),
+        ({"incomplete": ["x: ... (written before environment.json had cells)"]}, "full, partial"),
+    ],
+)  # fmt: skip
+def test_docs_name_a_reproduction_by_the_n_its_cells_hold(
+    environment: dict[str, object], shown: str
+) -> None:
+    assert reproduce_gaps.label("full", environment) == shown
