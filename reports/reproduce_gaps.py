@@ -41,9 +41,10 @@ class Outcome(Protocol):
 
 
 def cell_runs(results: Results) -> tuple[int, int, int]:
-    """(fewest, most) runs with a bundle that one planned cell (variant x sweep point) of
-    RESULTS holds, and the most runs planned for one cell (the repetitions)."""
-    held = {p["run_id"] for p in results.planned} - {p["run_id"] for p in results.missing}
+    """(fewest, most) complete runs that one planned cell (variant x sweep point) of RESULTS
+    holds, and the most runs planned for one cell (the repetitions). A failed or rig-limited
+    run is a result but gives no number, so it does not count towards a cell's n."""
+    held = set(results.complete["run_id"])
     planned: Counter[tuple[str, str]] = Counter()
     present: Counter[tuple[str, str]] = Counter()
     for p in results.planned:
@@ -85,14 +86,19 @@ def gaps(outcomes: Sequence[Outcome], papers_dir: Path, min_n: int | None = None
             continue  # the profile has no such campaign
         if o.results is None:
             out.append(f"{name}: no results ({o.missing})")
-        elif o.results.missing:
+        elif o.results.missing or min_n is not None:
             fewest, most, repetitions = cell_runs(o.results)
             if min_n is not None and fewest >= min_n:
                 continue
+            r, parts = o.results, []
+            if r.missing:
+                parts.append(f"{len(r.missing)} of {len(r.planned)} planned runs {unrun(r)}")
+            if unused := len(r.runs) - len(r.complete):
+                parts.append(f"{unused} failed or rig-limited")
             held = f"{fewest}" if fewest == most else f"{fewest}-{most}"
             out.append(
-                f"{name}: {len(o.results.missing)} of {len(o.results.planned)} planned runs "
-                f"{unrun(o.results)} (a cell holds {held} of its {repetitions})"
+                f"{name}: {'; '.join(parts)} (a cell holds {held} complete runs of its "
+                f"{repetitions})"
             )
     return out
 

@@ -60,11 +60,13 @@ def test_a_reproduction_at_n_2_of_3_is_written_and_says_so(
     assert "has cells with fewer than 3 runs: 004-fig4-full: 63 of 189 planned runs never ran" in (
         str(refused.value)
     )
-    assert "a cell holds 2 of its 3" in str(refused.value) and "004-fig6c" not in str(refused.value)
+    assert "a cell holds 2 complete runs of its 3" in str(refused.value) and "004-fig6c" not in str(
+        refused.value
+    )
     assert not (out / "004").exists()
 
     report = reproduce.reproduce("004", "full", three_reps, out, run=False, min_n=2)
-    gap = "004-fig4-full: 63 of 189 planned runs never ran (a cell holds 2 of its 3)"
+    gap = "004-fig4-full: 63 of 189 planned runs never ran (a cell holds 2 complete runs of its 3)"
     assert gap in report.read_text().splitlines()[2]
     env = json.loads((out / "004" / "environment.json").read_text())
     assert (env["incomplete"], env["cells"]) == ([gap], {"fewest": 2, "planned": 3})
@@ -89,8 +91,33 @@ def test_one_thin_cell_is_enough_to_refuse(three_reps: Path, tmp_path: Path) -> 
     assert reproduce_gaps.cell_runs(results.load(root)) == (1, 3, 3)
     with pytest.raises(UsageError) as refused:
         reproduce.reproduce("004", "full", three_reps, tmp_path / "o", run=False, min_n=2)
-    assert "004-fig6c-full: 2 of 36 planned runs never ran (a cell holds 1-3 of its 3)" in str(
-        refused.value
+    assert (
+        "004-fig6c-full: 2 of 36 planned runs never ran (a cell holds 1-3 complete runs of its 3)"
+        in str(refused.value)
+    )
+
+
+def test_failed_and_rig_limited_runs_do_not_count_towards_n(
+    three_reps: Path, tmp_path: Path
+) -> None:
+    """A complete campaign whose cell holds 3 runs, 2 of them failed or rig-limited (no
+    number: reports leave them out), stands on n = 1 there: refused at --min-n 2."""
+    root = three_reps / "004-fig6c-full"
+    runs = pd.read_parquet(root / "runs.parquet")
+    first = results.load(root).planned[0]
+    cell = [
+        p["run_id"]
+        for p in results.load(root).planned
+        if p["variant"] == first["variant"] and p["point"] == first["point"]
+    ]
+    runs.loc[runs["run_id"].isin(cell[1:]), "status"] = "failed"
+    runs.to_parquet(root / "runs.parquet")
+    loaded = results.load(root)
+    assert not loaded.missing and reproduce_gaps.cell_runs(loaded) == (1, 3, 3)
+    with pytest.raises(UsageError) as refused:
+        reproduce.reproduce("004", "full", three_reps, tmp_path / "o", run=False, min_n=2)
+    assert "004-fig6c-full: 2 failed or rig-limited (a cell holds 1-3 complete runs of its 3)" in (
+        str(refused.value)
     )
 
 

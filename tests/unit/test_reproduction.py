@@ -177,7 +177,7 @@ def test_a_core_or_full_profile_with_runs_never_run_is_not_written_over_the_comm
     assert "6 of 60 runs complete; 54 planned runs never ran" in text
     env = json.loads((out / "004" / "environment.json").read_text())
     assert (
-        "004-fig6c-full: 54 of 60 planned runs never ran (a cell holds 0-2 of its 5)"
+        "004-fig6c-full: 54 of 60 planned runs never ran (a cell holds 0-2 complete runs of its 5)"
         in env["incomplete"]
     )
     # every campaign complete: written without --partial, and nothing says partial
