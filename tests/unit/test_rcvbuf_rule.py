@@ -16,9 +16,10 @@ import paper_synth as ps
 import pytest
 import yaml
 from papers_digest import section
+from test_references import paper_results
 
 from reports import references as refs
-from reports import refmatch, refspec, results
+from reports import refmatch, refspec
 
 ROW = "004-rcvbuf-fills-both"
 COMMITTED = Path(__file__).resolve().parents[2] / "reports" / "reproductions" / "004"
@@ -49,19 +50,11 @@ def test_both_pipes_are_the_digests_two_rates() -> None:
     assert entry().ref.value == float(m[1]) + float(m[2])
 
 
-@cache
-def fig4(campaign: str) -> results.Results:
-    import tempfile
-
-    root = Path(tempfile.mkdtemp(prefix=f"rule-{campaign}-")) / campaign
-    return results.load(ps.write(root, campaign, ps.healthy, repetitions=5))
-
-
 @pytest.mark.parametrize("campaign", ["004-fig4-core", "004-fig4-full"])
 def test_it_meets_the_mptcp_runs_at_the_first_buffer_at_or_above_the_rule(campaign: str) -> None:
     """400 KB, the first swept buffer at or above the rule's 375 KB: only MPTCP's runs there
     (not 370 KB, not TCP over either path)."""
-    res = fig4(campaign)
+    res = paper_results(campaign)
     assert ROW in refspec.select(tuple(res.spec["references"]), refspec.load_all())
     facts = refmatch.run_facts(res)
     met = refmatch.match(facts, entry().ref.conditions)
