@@ -136,6 +136,8 @@ reproduce: setup
 #   nohup make paper-shard CAMPAIGN=experiments/papers/004-fig4-full.yaml SHARD=1/5 &
 # N = the campaign's repetitions makes each shard one repetition of every cell. STOP_AFTER=2h
 # starts no run expected to end later; the runs done are archived and the next call goes on.
+# REDO_RIG_LIMITED=1 runs the shard's archived rig-limited runs again (reports leave them
+# out) and the archive takes each clean rerun in place of the rig-limited record.
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
 SHARD ?=
@@ -146,6 +148,7 @@ paper-shard: setup
 	@test -n "$(SHARD)" || { echo "usage: make paper-shard CAMPAIGN=experiments/papers/<campaign>.yaml SHARD=I/N"; exit 2; }
 	$(BIN)/mprig run $(CAMPAIGN) --shard $(SHARD) --results $(SHARD_RESULTS) \
 		$(if $(STOP_AFTER),--stop-after $(STOP_AFTER)) \
+		$(if $(REDO_RIG_LIMITED),--redo-rig-limited) \
 		$$(test -d $(ARCHIVED)/$(CAMPAIGN_NAME) && echo --skip-archived $(ARCHIVED)/$(CAMPAIGN_NAME)) \
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
 	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)

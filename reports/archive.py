@@ -11,8 +11,10 @@ and marks any run whose run.json no longer matches as corrupt.
 An archive accumulates: archiving the results of shard 2/5 into the archive that holds
 shard 1/5 adds shard 2's complete runs. Only the runs of one campaign from one spec are
 joined (name, spec sha256 and plan compared, as `mprig merge` does); a run the archive
-already holds keeps its archived record. The new archive is built next to the old one and
-swapped in by two renames: a crash leaves the old archive or the new one, never a mix.
+already holds keeps its archived record, unless that record is rig-limited (reports leave
+it out) and RESULTS hold a clean rerun of it (`mprig run --redo-rig-limited`). The new
+archive is built next to the old one and swapped in by two renames: a crash leaves the old
+archive or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Archived:
     dest: Path
     added: list[str] = field(default_factory=list)  # run ids archived now
     kept: list[str] = field(default_factory=list)  # already archived, kept as they were
+    replaced: list[str] = field(default_factory=list)  # archived rig-limited, now a clean rerun
     left_out: dict[str, str] = field(default_factory=dict)  # run id -> why not archived
     planned: int = 0  # runs in the campaign's plan
     archived: int = 0  # runs the archive now holds
@@ -58,36 +61,45 @@ def archive(results: Path, dest: Path) -> Archived:
             _check_intact(old)
         done = Archived(dest, planned=len(current.planned))
         rows = _choose(current, old, done)
-        _write(dest, current, old, rows)
+        _write(dest, current, old, rows, set(done.replaced))
         done.archived = len(rows)
     return done
 
 
 def _choose(current: Any, old: Any, done: Archived) -> Any:
-    """The archive's rows: the old archive's, then RESULTS' complete runs it lacks."""
+    """The archive's rows: the old archive's, then RESULTS' complete runs it lacks or holds
+    only rig-limited."""
     import pandas as pd
 
     from reports import results as res
 
     have = set() if old is None else set(old.runs["run_id"].astype(str))
+    limited = (
+        set()
+        if old is None
+        else set(old.runs.loc[old.runs["status"] == "rig-limited", "run_id"].astype(str))
+    )
     archived = (current.root / res.BASELINE_MANIFEST).exists()  # an archive has no metrics.json
     for run_id, status in zip(current.runs["run_id"], current.runs["status"], strict=True):
         run_id = str(run_id)
-        if status in ("complete", "rig-limited") and run_id in have:
+        clean_rerun = status == "complete" and run_id in limited
+        if status in ("complete", "rig-limited") and run_id in have and not clean_rerun:
             done.kept.append(run_id)
         elif status in ("complete", "rig-limited"):
             stale = None if archived else _not_collected(current.root / run_id)
             if stale:
                 done.left_out[run_id] = stale
             else:
-                done.added.append(run_id)
+                (done.replaced if clean_rerun else done.added).append(run_id)
         elif run_id not in have:
             why = current.corrupt.get(run_id) or f"status {status}"
             done.left_out[run_id] = why
-    new = _raw_rows(current.root, done.added)
+    new = _raw_rows(current.root, done.added + done.replaced)
     if old is None:
         return new.reset_index(drop=True)
-    return pd.concat([_raw_rows(old.root, sorted(have)), new], ignore_index=True)
+    return pd.concat(
+        [_raw_rows(old.root, sorted(have - set(done.replaced))), new], ignore_index=True
+    )
 
 
 def _not_collected(bundle: Path) -> str | None:
@@ -137,8 +149,9 @@ def _check_same_campaign(old: Any, current: Any) -> None:
         raise UsageError(f"{e}; archive them into a directory of their own") from None
 
 
-def _write(dest: Path, current: Any, old: Any, rows: Any) -> None:
-    """Build the archive in a staging directory, verify it by loading it, swap it in."""
+def _write(dest: Path, current: Any, old: Any, rows: Any, replaced: set[str]) -> None:
+    """Build the archive in a staging directory, verify it by loading it, swap it in; the
+    REPLACED runs' records come from RESULTS, not the old archive."""
     from mprig.run.bundle import sha256_file
     from reports import results as res
 
@@ -158,7 +171,8 @@ def _write(dest: Path, current: Any, old: Any, rows: Any) -> None:
         fsio.write_with(staging / "runs.parquet", lambda tmp: rows.to_parquet(tmp, index=False))
         names = ["campaign.json", "runs.parquet"]
         for run_id in rows["run_id"].astype(str):
-            src = old.root if old is not None and run_id in old.bundles else current.root
+            mine = old is not None and run_id in old.bundles and run_id not in replaced
+            src = old.root if mine else current.root
             (staging / run_id).mkdir()
             fsio.write_bytes(
                 staging / run_id / "run.json", (src / run_id / "run.json").read_bytes()
@@ -208,7 +222,14 @@ def summary(done: Archived) -> list[str]:
     """The lines `mprig archive` prints."""
     lines = [
         f"{escape(str(done.dest))}: {done.archived} of {done.planned} planned runs archived"
-        f" ({len(done.added)} added now, {len(done.kept)} already there)"
+        f" ({len(done.added)} added now,{_replaced(done)} {len(done.kept)} already there)"
     ]
     lines += [f"not archived: {run_id}: {why}" for run_id, why in done.left_out.items()]
     return lines
+
+
+def _replaced(done: Archived) -> str:
+    n = len(done.replaced)
+    if not n:
+        return ""
+    return f" {n} rig-limited {'run' if n == 1 else 'runs'} replaced by a clean rerun,"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+from mprig.run.bundle import rig_limited_reason  # one rule for reports and --redo-rig-limited
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,35 +173,6 @@ def _check_columns(runs: pd.DataFrame, path: Path) -> None:
     absent = [c for c in needed if c not in runs.columns]
     if absent:
         raise UsageError(f"{path}: missing columns {', '.join(absent)}; run `mprig collect` again")
-
-
-def rig_limited_reason(record: dict[str, Any]) -> str | None:
-    """Why a run's rig limited it (run.json `rig_cpu`, flag `rig_limited`; or an ns-3 link
-    engine that fell behind real time, `engine`, flag `not_realtime`), or None."""
-    if (lag := not_realtime_reason(record)) is not None:
-        return lag
-    cpu = record.get("rig_cpu")
-    if "rig_limited" not in (record.get("flags") or []) or not isinstance(cpu, dict):
-        return None
-    return f"rig-limited: {cpu.get('cause') or 'CPU saturated during the traffic'}"
-
-
-def not_realtime_reason(record: dict[str, Any]) -> str | None:
-    """`rig-limited: not real-time: ...` for a run whose ns-3 engine lagged, or None."""
-    engine = record.get("engine")
-    if "not_realtime" not in (record.get("flags") or []) or not isinstance(engine, dict):
-        return None
-    limits = engine.get("limits") or {}
-    p95, peak = _ms(engine.get("lag_p95_ms")), _ms(engine.get("lag_max_ms"))
-    limit_p95, limit_max = _ms(limits.get("lag_p95_ms")), _ms(limits.get("lag_max_ms"))
-    return (
-        f"rig-limited: not real-time: ns-3 lag p95 {p95} ms, max {peak} ms "
-        f"(limits {limit_p95} ms, {limit_max} ms)"
-    )
-
-
-def _ms(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else "?"
 
 
 def _planned_runs(campaign: dict[str, Any]) -> list[dict[str, Any]]:

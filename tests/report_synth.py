@@ -35,6 +35,8 @@ class Synth:
     dropped: Sequence[str] = ()  # run ids planned but absent (a partial campaign)
     omit_metrics: Sequence[str] = ()  # metric columns left out of runs.parquet
     flags: dict[str, list[str]] = field(default_factory=dict)  # run id -> run.json flags
+    # run id -> how its rig limited it: "cpu" (run.json rig_cpu) or "not_realtime" (ns-3 lag)
+    rig_limited: dict[str, str] = field(default_factory=dict)
     undefined: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variant -> null metrics
     timeseries: bool = True
     references: Sequence[str] = ()
@@ -153,6 +155,14 @@ def _run_json(s: Synth, p: dict[str, Any], status: str, campaign: Campaign) -> d
     }
     if status != "complete":
         doc["reason"] = "iperf3 on client: connection refused after 3 attempts"
+    how = s.rig_limited.get(p["run_id"])
+    if how == "cpu":
+        doc["flags"] = [*doc["flags"], "rig_limited"]
+        doc["rig_cpu"] = {"rig_limited": True, "cause": "other work took 22 % of the host's CPUs"}
+    elif how == "not_realtime":
+        doc["flags"] = [*doc["flags"], "not_realtime"]
+        limits = {"lag_p95_ms": 5, "lag_max_ms": 50}
+        doc["engine"] = {"lag_p95_ms": 9, "lag_max_ms": 80, "limits": limits}
     return doc
 
 

@@ -65,7 +65,9 @@ def register(subparsers: Any) -> None:
         "--redo-rig-limited",
         action="store_true",
         help="rerun complete runs marked rig-limited (the rig's CPU, not MPTCP, set their "
-        "pace: `mprig status` and the report name them), keeping every other run",
+        "pace: `mprig status` and the report name them), keeping every other run; with "
+        "--skip-archived also the archive's rig-limited runs (`mprig archive` swaps the "
+        "clean rerun in)",
     )
     p.add_argument(
         "--vm",
@@ -383,7 +385,8 @@ def _archived(
         return []
     doc = bundle.campaign_doc(args.file, campaign, plan)
     part = f" of shard {args.shard}" if getattr(args, "shard", None) else ""
-    mine, say = merge.held_runs(Path(args.skip_archived), doc, [r.run_id for r in runs], part)
+    ids, redo = [r.run_id for r in runs], bool(args.redo_rig_limited)
+    mine, say = merge.held_runs(Path(args.skip_archived), doc, ids, part, redo)
     if mine and not (args.log_json or args.outer_lock):  # said once, outside the VM
         print(f"mprig: {campaign.name}: {say}", file=sys.stderr)
     return mine

@@ -182,18 +182,48 @@ class Decision:
 
 def decide(results: Path, run_id: str, *, force: bool, redo_rig_limited: bool = False) -> Decision:
     """Skip a run whose bundle verifies; redo missing, partial, failed, corrupt ones, and
-    with redo_rig_limited complete runs whose rig was saturated (run.json `rig_cpu`)."""
+    with redo_rig_limited the complete runs that measured the rig (rig_limited_reason)."""
     if force:
         return Decision("run", "force")
     verdict = verify(results / run_id)
     if verdict.ok:
-        cpu = read_record(results / run_id).get("rig_cpu")
-        if redo_rig_limited and isinstance(cpu, dict) and cpu.get("rig_limited"):
-            return Decision("run", f"rig-limited: {cpu.get('cause') or 'no cause recorded'}")
-        return Decision("skip", "complete")
+        why = rig_limited_reason(read_record(results / run_id)) if redo_rig_limited else None
+        return Decision("run", why) if why else Decision("skip", "complete")
     if verdict.status == "missing" and partial_dir(results, run_id).exists():
         return Decision("run", "partial")
     return Decision("run", verdict.reason)
+
+
+def rig_limited_reason(record: dict[str, Any]) -> str | None:
+    """Why a complete run measured its rig rather than MPTCP, or None: the rig's CPU was
+    saturated (run.json `rig_cpu`, flag `rig_limited`), or its ns-3 link engine fell behind
+    real time (`engine`, flag `not_realtime`). Reports leave such a run out, and
+    `--redo-rig-limited` runs it again: both ask this one function."""
+    if (lag := not_realtime_reason(record)) is not None:
+        return lag
+    cpu = record.get("rig_cpu")
+    flagged = "rig_limited" in (record.get("flags") or [])
+    if not isinstance(cpu, dict) or not (flagged or cpu.get("rig_limited") is True):
+        return None
+    return f"rig-limited: {cpu.get('cause') or 'CPU saturated during the traffic'}"
+
+
+def not_realtime_reason(record: dict[str, Any]) -> str | None:
+    """`rig-limited: not real-time: ...` for a run whose ns-3 engine lagged, or None."""
+    engine = record.get("engine")
+    if "not_realtime" not in (record.get("flags") or []) or not isinstance(engine, dict):
+        return None
+    limits = engine.get("limits") or {}
+    p95, peak = _ms(engine.get("lag_p95_ms")), _ms(engine.get("lag_max_ms"))
+    limit_p95, limit_max = _ms(limits.get("lag_p95_ms")), _ms(limits.get("lag_max_ms"))
+    return (
+        f"rig-limited: not real-time: ns-3 lag p95 {p95} ms, max {peak} ms "
+        f"(limits {limit_p95} ms, {limit_max} ms)"
+    )
+
+
+def _ms(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else "?"
 
 
 def clean_leftovers(results: Path) -> list[str]:

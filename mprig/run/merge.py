@@ -124,15 +124,25 @@ def archived_runs(archive: Path, doc: dict[str, Any]) -> set[str]:
 
 
 def held_runs(
-    archive: Path, doc: dict[str, Any], run_ids: list[str], part: str
+    archive: Path, doc: dict[str, Any], run_ids: list[str], part: str, redo_rig_limited: bool
 ) -> tuple[list[str], str]:
     """Those of RUN_IDS (of PART, e.g. " of shard 2/15") that ARCHIVE holds, and a line
-    saying so for `mprig run --skip-archived`."""
+    saying so for `mprig run --skip-archived`. With REDO_RIG_LIMITED an archived run that
+    measured its rig is not held: reports leave it out, so it is run again, and `mprig
+    archive` swaps the clean rerun in."""
     held = archived_runs(archive, doc)
     mine = [r for r in run_ids if r in held]
+    again = []
+    if redo_rig_limited:
+        again = [r for r in mine if bundle.rig_limited_reason(bundle.read_record(archive / r))]
+        mine = [r for r in mine if r not in again]
     if len(mine) == len(run_ids):
         return mine, f"every planned run{part} is archived in {archive}; nothing to run"
-    return mine, f"{len(mine)} planned runs{part} are archived in {archive}; left out"
+    say = f"{len(mine)} planned runs{part} are archived in {archive}; left out"
+    if again:
+        runs = "run is" if len(again) == 1 else "runs are"
+        say += f"; {len(again)} archived rig-limited {runs} run again (--redo-rig-limited)"
+    return mine, say
 
 
 def choose(sources: list[Source]) -> Choice:

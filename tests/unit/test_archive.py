@@ -299,3 +299,37 @@ def test_a_partial_archive_says_not_archived_yet_and_how_to_add(tmp_path: Path) 
     ).read_text()
     assert gap in text and f"; {left} planned runs not archived yet" in text
     assert "never ran" not in text
+
+
+@pytest.mark.parametrize("how", ["cpu", "not_realtime"])
+def test_a_clean_rerun_replaces_an_archived_rig_limited_run_and_nothing_else(
+    tmp_path: Path, how: str
+) -> None:
+    """An archived rig-limited run measured the rig, and reports leave it out: the archive
+    must take a clean rerun of it (`mprig run --redo-rig-limited`), or the cell stays short
+    forever. A complete archived run is never swapped, and a rerun limited again changes
+    nothing."""
+    victim, limited_again = RUNS[1], RUNS[6]
+    dest = tmp_path / "archive"
+    first = synth.Synth(rig_limited={victim: how, limited_again: how})
+    archive.archive(synth.write(tmp_path / "a" / "synth", first), dest)
+    assert metrics(dest).loc[[victim, limited_again], "status"].tolist() == ["rig-limited"] * 2
+    rerun = synth.write(
+        tmp_path / "b" / "synth", synth.Synth(noise=7, rig_limited={limited_again: "cpu"})
+    )
+    done = archive.archive(rerun, dest)
+    assert (done.replaced, done.added, done.archived) == ([victim], [], 20)
+    assert sorted(done.kept) == sorted(r for r in RUNS if r != victim)
+    whole, fresh, old = metrics(dest), metrics(rerun), metrics(tmp_path / "a" / "synth")
+    assert whole.loc[victim, "status"] == "complete"
+    assert whole.loc[victim, "throughput_bps"] == fresh.loc[victim, "throughput_bps"]
+    assert json.loads((dest / victim / "run.json").read_text()).get("rig_cpu") is None
+    assert whole.loc[limited_again, "status"] == "rig-limited"
+    others = [r for r in RUNS if r not in (victim, limited_again)]
+    pd.testing.assert_series_equal(
+        whole.loc[others, "throughput_bps"], old.loc[others, "throughput_bps"]
+    )
+    assert archive.summary(done)[0].endswith(
+        "20 of 20 planned runs archived (0 added now, 1 rig-limited run replaced by a clean"
+        " rerun, 19 already there)"
+    )

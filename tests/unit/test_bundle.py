@@ -121,3 +121,17 @@ def test_rig_limited_runs_are_redone_only_when_asked(tmp_path: Path) -> None:
         "run", "rig-limited: other work took 35% of the host's CPUs"
     )
     assert bundle.decide(tmp_path, "calm", force=False, redo_rig_limited=True) == keep
+
+
+def test_an_ns3_run_that_fell_behind_real_time_is_redone_as_rig_limited(tmp_path: Path) -> None:
+    """Reports leave out a run whose ns-3 link engine lagged (flag not_realtime) as
+    rig-limited; --redo-rig-limited must redo it too, with the same cause."""
+    stage(tmp_path, "lagged", {"client.pcap": b"hello"})
+    engine = {"lag_p95_ms": 9, "lag_max_ms": 80, "limits": {"lag_p95_ms": 5, "lag_max_ms": 50}}
+    record = {"status": "complete", "flags": ["not_realtime"], "engine": engine}
+    bundle.commit(tmp_path, "lagged", record)
+    assert bundle.decide(tmp_path, "lagged", force=False) == bundle.Decision("skip", "complete")
+    why = "rig-limited: not real-time: ns-3 lag p95 9 ms, max 80 ms (limits 5 ms, 50 ms)"
+    assert bundle.decide(tmp_path, "lagged", force=False, redo_rig_limited=True) == (
+        bundle.Decision("run", why)
+    )

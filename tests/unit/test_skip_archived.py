@@ -6,6 +6,7 @@ reaches the guest's `mprig run` is its command line and campaign.json."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,41 @@ def test_an_archive_of_something_else_is_refused_before_anything_runs(
     assert run(tmp_path, "--skip-archived", str(dest)) == 2
     assert expected in capsys.readouterr().err
     assert booted == [] and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("redo", [False, True])
+def test_redo_rig_limited_runs_the_archived_rig_limited_runs_again(
+    tmp_path: Path, booted: list[list[str]], capsys: pytest.CaptureFixture[str], redo: bool
+) -> None:
+    """Reports leave a rig-limited run out, so the archive's cell is short until a clean
+    rerun replaces it: --redo-rig-limited must reach archived rig-limited runs too (and the
+    guest must be told so), while without it every archived run stays skipped."""
+    from mprig.run import bundle
+
+    shard, mine = shard_dir(tmp_path, 1, 2)
+    limited = mine[0].run_id
+    cpu = {"rig_limited": True, "cause": "other work took 22 % of the host's CPUs"}
+    record = {"run_id": limited, "status": "complete", "summary": {"throughput_bps": 1e6},
+              "flags": ["rig_limited"], "rig_cpu": cpu}  # fmt: skip
+    shutil.rmtree(shard / limited)
+    staging = bundle.partial_dir(shard, limited)
+    staging.mkdir(parents=True)
+    (staging / "client.pcap").write_bytes(limited.encode())
+    bundle.commit(shard, limited, record)
+    dest = tmp_path / "archived" / "mc"
+    archive.archive(collected(shard, mine), dest)
+    extra = ["--redo-rig-limited"] if redo else []
+    assert run(tmp_path, "--shard", "1/2", "--skip-archived", str(dest), *extra) == 0
+    if not redo:
+        assert booted == [] and "every planned run of shard 1/2 is archived" in (
+            capsys.readouterr().err
+        )
+        return
+    (argv,) = booted
+    assert "--redo-rig-limited" in argv and "--skip-archived" in argv
+    doc = json.loads((tmp_path / "r" / "mc" / "campaign.json").read_text())
+    assert doc["shard"]["run_ids"] == [limited]
+    assert doc["archived_elsewhere"] == [r.run_id for r in mine[1:]]
+    err = capsys.readouterr().err
+    assert f"{len(mine) - 1} planned runs of shard 1/2 are archived" in err
+    assert "1 archived rig-limited run is run again (--redo-rig-limited)" in err
