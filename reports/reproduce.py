@@ -366,7 +366,7 @@ def write_reproduction(
     env = {**summary, **environment(outcomes)}
     if found := reproduce_gaps.gaps(outcomes, PAPERS_DIR):
         env["incomplete"] = found  # a partial reproduction (--partial) says what is missing
-        env["cells"] = reproduce_gaps.cells(outcomes)  # and the n its cells hold (--min-n)
+        env["cells"] = reproduce_gaps.cells(outcomes, PAPERS_DIR)  # the n its cells hold
     fsio.write_text(out / "environment.json", json.dumps(env, indent=1, sort_keys=True) + "\n")
     return write_judgement(plan, outcomes, cc, out)
 

@@ -55,12 +55,14 @@ def cell_runs(results: Results) -> tuple[int, int, int]:
     return min(counts), max(counts), max(planned.values(), default=0)
 
 
-def cells(outcomes: Sequence[Outcome]) -> dict[str, int]:
+def cells(outcomes: Sequence[Outcome], papers_dir: Path) -> dict[str, int]:
     """environment.json's `cells` of a reproduction written without every planned run: the
-    fewest runs any cell of the profile holds, and the most planned for one."""
+    fewest runs any cell of the profile holds (0 when one of its campaigns has no results),
+    and the most planned for one."""
     found = [cell_runs(o.results) for o in outcomes if o.results is not None]
-    return {"fewest": min((f for f, _, _ in found), default=0),
-            "planned": max((r for _, _, r in found), default=0)}  # fmt: skip
+    absent = any(o.results is None and _in_profile(o, papers_dir) for o in outcomes)
+    fewest = 0 if absent else min((f for f, _, _ in found), default=0)
+    return {"fewest": fewest, "planned": max((r for _, _, r in found), default=0)}
 
 
 def label(profile: str, environment: dict[str, Any]) -> str:
@@ -69,9 +71,14 @@ def label(profile: str, environment: dict[str, Any]) -> str:
     if not environment.get("incomplete"):
         return profile
     got = environment.get("cells") or {}
-    if got.get("fewest", 0) > 0 and not any("no results" in g for g in environment["incomplete"]):
+    if got.get("fewest", 0) > 0:
         return f"{profile}, n ≥ {got['fewest']} of {got['planned']}"
     return f"{profile}, partial"
+
+
+def _in_profile(o: Outcome, papers_dir: Path) -> bool:
+    """Whether the profile has campaign O (PAPERS_DIR/<stem>-<profile>.yaml exists)."""
+    return (papers_dir / f"{o.stem}-{o.profile}.yaml").is_file()
 
 
 def gaps(outcomes: Sequence[Outcome], papers_dir: Path, min_n: int | None = None) -> list[str]:
@@ -82,7 +89,7 @@ def gaps(outcomes: Sequence[Outcome], papers_dir: Path, min_n: int | None = None
     out = []
     for o in outcomes:
         name = f"{o.stem}-{o.profile}"
-        if not (papers_dir / f"{name}.yaml").is_file():
+        if not _in_profile(o, papers_dir):
             continue  # the profile has no such campaign
         if o.results is None:
             out.append(f"{name}: no results ({o.missing})")

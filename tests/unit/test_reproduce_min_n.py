@@ -76,6 +76,18 @@ def test_a_reproduction_at_n_2_of_3_is_written_and_says_so(
     assert fills["n"] == 2
 
 
+def test_a_campaign_without_results_is_a_cell_at_n_0(three_reps: Path, tmp_path: Path) -> None:
+    """environment.json's `cells` counts a campaign of the profile with no results as n = 0,
+    so the docs' label reads the number alone and never the wording of a gap line."""
+    shutil.rmtree(three_reps / "004-fig6b-full")
+    out = tmp_path / "out"
+    reproduce.reproduce("004", "full", three_reps, out, run=False, partial=True)
+    env = json.loads((out / "004" / "environment.json").read_text())
+    assert env["cells"] == {"fewest": 0, "planned": 3}
+    assert any(g.startswith("004-fig6b-full: no results") for g in env["incomplete"])
+    assert "| 004 | full, partial | " in reproduce_docs.docs_section(out)
+
+
 def test_one_thin_cell_is_enough_to_refuse(three_reps: Path, tmp_path: Path) -> None:
     """Every cell but one at 3 runs, that one at 1: the fewest, not the mean, decides."""
     root = three_reps / "004-fig6c-full"
@@ -149,7 +161,7 @@ def test_the_command_line(
           "cells": {"fewest": 1, "planned": 10}}, "full, n ≥ 1 of 10"),
         ({"incomplete": ["x: 10 of 10 planned runs never ran (a cell holds 0-0 of its 10)"],
           "cells": {"fewest": 0, "planned": 10}}, "full, partial"),
-        ({"incomplete": ["y: no results (absent)"], "cells": {"fewest": 5, "planned": 5}},
+        ({"incomplete": ["y: no results (absent)"], "cells": {"fewest": 0, "planned": 5}},
          "full, partial"),
         ({"incomplete": ["x: ... (written before environment.json had cells)"]}, "full, partial"),
     ],
