@@ -16,7 +16,7 @@ APT_PACKAGES := iproute2 bash-builtins iperf3 mptcpd mptcpize tcpdump tshark eth
 	libmptcpd3-dev libell-dev pkg-config mmdebstrap
 
 .PHONY: all setup system venv run test test-long unit integration lint bench clean help reproduce papers-core papers-docs \
-	paper-shard reproduce-archived \
+	paper-shard paper-full reproduce-archived \
 	ns3-oracle ns3-engine kernel-vm test-kernel mptcpd-plugin
 all: help
 
@@ -30,6 +30,7 @@ help:
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 	@echo "make paper-shard CAMPAIGN=experiments/papers/<c>-full.yaml SHARD=I/N  one shard, archived into reports/archived-runs/"
 	@echo "make reproduce-archived PAPER=004  a full-profile report from the archived runs"
+	@echo "make paper-full PAPER=000 [STOP_AFTER=8h]  the shards a paper needs for n = 5 per cell, archived, then its reproduction"
 
 setup: system venv ns3-engine mptcpd-plugin
 
@@ -153,6 +154,18 @@ paper-shard: setup
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
 	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)
 	$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME)
+
+# A paper's full profile at n = MIN_N (default 5) per cell: `mprig backlog PAPER --run` runs
+# shard 1/N (N = repetitions // MIN_N, K of every cell) of each campaign short of MIN_N into
+# the archives (run, collect, archive; rig-limited runs again), then, once every cell holds
+# MIN_N, writes reports/reproductions/PAPER/ with --min-n and docs/papers.md. STOP_AFTER=8h
+# starts no run expected to end later; `make paper-full` again goes on. Commit the archives.
+MIN_N ?= 5
+paper-full: setup
+	@test -n "$(PAPER)" || { echo "usage: make paper-full PAPER=000 [MIN_N=5] [STOP_AFTER=8h]"; exit 2; }
+	$(BIN)/mprig backlog $(PAPER) --min-n $(MIN_N) --run $(if $(STOP_AFTER),--stop-after $(STOP_AFTER))
+	$(BIN)/mprig reproduce $(PAPER) --profile full --results $(ARCHIVED) --min-n $(MIN_N)
+	$(BIN)/mprig reproduce --docs docs/papers.md --html
 
 # A paper's full-profile reproduction from the archived runs (results/archived-reproductions/
 # PAPER/, listing what no archive holds yet); once every run is archived, `mprig reproduce

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "reports.cmd_report",
     "reports.cmd_reproduce",
     "reports.cmd_archive",
+    "reports.cmd_backlog",
     "reports.cmd_compare",
     "reports.cmd_nightly",
 )
