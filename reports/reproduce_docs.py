@@ -4,6 +4,7 @@ reports/reproductions/<paper>/verdicts.json and environment.json."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,23 @@ def checked_lines(verdicts: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def update_docs(path: Path, reproductions: Path = REPRODUCTIONS) -> bool:
-    """Rewrite PATH's generated section; True when it changed."""
+    """Rewrite PATH's generated sections (the reproductions' numbers and, where PATH has it,
+    the backlog of the full profiles); True when one changed."""
     from mprig import fsio
+    from reports import backlog
 
     text = path.read_text()
-    if DOCS_BEGIN not in text or DOCS_END not in text:
-        raise UsageError(f"{path}: no generated section ({DOCS_BEGIN} ... {DOCS_END})")
-    head, rest = text.split(DOCS_BEGIN, 1)
-    tail = rest.split(DOCS_END, 1)[1]
-    new = head + docs_section(reproductions) + tail
+    new = _replaced(path, text, DOCS_BEGIN, DOCS_END, lambda: docs_section(reproductions))
+    if backlog.DOCS_BEGIN in new:  # what each paper's full profile still needs
+        new = _replaced(path, new, backlog.DOCS_BEGIN, backlog.DOCS_END, backlog.docs_section)
     if new != text:
         fsio.write_text(path, new)
     return new != text
+
+
+def _replaced(path: Path, text: str, begin: str, end: str, section: Callable[[], str]) -> str:
+    """TEXT with its generated section from BEGIN to END replaced by SECTION()."""
+    if begin not in text or end not in text:
+        raise UsageError(f"{path}: no generated section ({begin} ... {end})")
+    head, rest = text.split(begin, 1)
+    return head + section() + rest.split(end, 1)[1]

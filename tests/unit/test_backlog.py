@@ -158,3 +158,27 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["backlog", "--help"])
     assert "make paper-full PAPER=000 STOP_AFTER=8h" in capsys.readouterr().out
+
+
+def test_docs_papers_md_says_what_the_archives_leave() -> None:
+    """docs/papers.md's table of what each paper's full profile still needs comes from the
+    committed archives and plans (`make papers-docs`, run by every `make paper-shard`)."""
+    from reports.reproduce import ROOT
+
+    text = (ROOT / "docs" / "papers.md").read_text()
+    start, end = text.index(backlog.DOCS_BEGIN), text.index(backlog.DOCS_END)
+    assert text[start : end + len(backlog.DOCS_END)] == backlog.docs_section()
+
+
+def test_a_committed_full_reproduction_of_every_run_leaves_nothing_to_do(tmp_path: Path) -> None:
+    for paper, env in [("001", {"profile": "full"}), ("002", {"profile": "core"}),
+                       ("003", {"profile": "full", "incomplete": ["x"]})]:  # fmt: skip
+        (tmp_path / paper).mkdir()
+        (tmp_path / paper / "environment.json").write_text(json.dumps(env))
+    assert [backlog.committed_full(p, tmp_path) for p in ("000", "001", "002", "003")] == [
+        False, True, False, False]  # fmt: skip
+    rows = backlog.docs_section(5, tmp_path / "none", tmp_path).splitlines()
+    assert "| 001 | committed (reports/reproductions/001), every planned run | 0 | – |" in rows
+    assert any(
+        r.startswith("| 002 | 0 of 2 campaigns done; to go: 002-case-a-full 10") for r in rows
+    )
