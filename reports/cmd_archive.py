@@ -24,7 +24,8 @@ records the sha256 of every capture and log left behind), with baseline.json: th
 each kept file. `mprig report`, `compare` and `reproduce` read DEST as results; a run whose
 run.json no longer matches is reported corrupt. Only complete, verified runs are archived;
 RESULTS must be collected (`mprig collect`) and be of DEST's campaign, spec and plan. A run
-DEST already holds keeps its archived record.
+DEST already holds keeps its archived record, unless DEST holds it rig-limited and RESULTS
+hold a clean rerun (`mprig run --skip-archived DEST --redo-rig-limited`): that replaces it.
 exit status: 0 archived, 2 refused (not collected, another campaign, DEST unreadable)
 """
 
