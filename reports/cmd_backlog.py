@@ -57,6 +57,10 @@ def main(args: argparse.Namespace) -> int:
     from reports import backlog
 
     archives = args.archives or backlog.ARCHIVES
+    if backlog.committed_full(args.paper):
+        print(f"paper {args.paper}: reports/reproductions/{args.paper} is a full reproduction of"
+              " every planned run; nothing to run")  # fmt: skip
+        return 0
     found = backlog.needs(args.paper, args.min_n, archives)
     for line in backlog.lines(args.paper, args.min_n, found):
         print(line)

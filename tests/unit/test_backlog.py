@@ -150,6 +150,11 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("004-fig4-full: the fewest complete runs of a cell: 0, shard 1/1:")
     assert out[-1].startswith("paper 004: 5 of 5 campaigns short of n = 5: 700 runs")
+    assert main(["backlog", "001"]) == 0  # committed: reports/reproductions/001 is full
+    assert capsys.readouterr().out == (
+        "paper 001: reports/reproductions/001 is a full reproduction of every planned run;"
+        " nothing to run\n"
+    )
     assert main(["backlog", "009"]) == 2
     assert "unknown paper '009'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
