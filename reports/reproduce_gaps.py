@@ -48,11 +48,16 @@ def cell_runs(results: Results) -> tuple[int, int, int]:
     planned: Counter[tuple[str, str]] = Counter()
     present: Counter[tuple[str, str]] = Counter()
     for p in results.planned:
-        cell = (p["variant"], json.dumps(p["point"], sort_keys=True, default=str))
+        cell = cell_key(p["variant"], p["point"])
         planned[cell] += 1
         present[cell] += p["run_id"] in held
     counts = [present[c] for c in planned] or [0]
     return min(counts), max(counts), max(planned.values(), default=0)
+
+
+def cell_key(variant: str, point: dict[str, Any]) -> tuple[str, str]:
+    """A cell of a plan: its variant at its sweep point (the point's values as JSON)."""
+    return variant, json.dumps(point, sort_keys=True, default=str)
 
 
 def cells(outcomes: Sequence[Outcome], papers_dir: Path) -> dict[str, int]:
