@@ -2,8 +2,8 @@
 small campaigns on the virtual rig, then `mprig collect`.
 
 1. A TCP flow alone on a 10 Mbit/s path against the same flow with one competing TCP flow
-   on its path: the competitor roughly halves its share. A UDP flow on a third path sends
-   4 Mbit/s one second in two and is measured at about 2 Mbit/s.
+   on its path: the competitor takes a real share, and the two flows fill the link. A UDP
+   flow on a third path sends 4 Mbit/s one second in two and is measured at about 2 Mbit/s.
 2. Two paths converging on one 10 Mbit/s bottleneck (50 packets of queue), a competing
    reno flow on one of them: uncoupled MPTCP (reno on each subflow) takes clearly more than
    the competitor, coupled MPTCP (LIA, the BPF program) about as much (RFC 6356's goal).
@@ -98,14 +98,22 @@ def run_campaign(
     return records, pd.read_parquet(results / "runs.parquet").set_index("run_id")
 
 
-def test_a_competing_tcp_flow_halves_a_flows_share(tmp_path: Path) -> None:
+def test_a_competing_tcp_flow_takes_a_real_share(tmp_path: Path) -> None:
     records, runs = run_campaign(tmp_path, ONE_PATH, timeout=120)
     assert [(r["status"], r["variant"]["name"]) for r in records] == [
         ("complete", "alone"), ("complete", "shared")]  # fmt: skip
     share = {r["variant"]["name"]: r["summary"]["throughput_bps"] / 10e6 for r in records}
-    print(f"share of the 10 Mbit/s path: {share}")
+    tcp = records[1]["cross_traffic"]["flows"]["shared.1"]["throughput_bps"] / 10e6
+    print(f"share of the 10 Mbit/s path: {share}, the competitor's: {tcp:.3f}")
     assert share["alone"] > 0.85, share
-    assert 0.35 <= share["shared"] <= 0.65, share
+    # Two cubic flows on one drop-tail queue for 12 s are not fair run by run. Measured
+    # here, 12 runs of the shared variant: the flow got 0.38-0.75 of the link, the
+    # competitor 0.21-0.58, together 0.958-0.967 (3 of 12 runs at 0.72-0.75 / 0.21-0.24, so
+    # "0.35-0.65 each" failed a quarter of the time). What must hold: the competitor takes a
+    # real share (without it the flow gets 0.96 and the competitor 0) and the two fill the
+    # link between them (the competitor's throughput is measured, not inferred).
+    assert share["shared"] <= 0.85 and tcp >= 0.1, (share, tcp)
+    assert 0.9 <= share["shared"] + tcp <= 1.02, (share, tcp)
     for r in records:
         cross = r["cross_traffic"]
         flows = cross["flows"]
@@ -120,8 +128,6 @@ def test_a_competing_tcp_flow_halves_a_flows_share(tmp_path: Path) -> None:
     assert runs["jain_index"].isna().tolist() == [True, False]
     assert runs["jain_index"].iloc[1] == pytest.approx(shared["jain_index"])
     print(f"Jain's index, TCP against TCP on one path: {shared['jain_index']:.3f}")
-    tcp = records[1]["cross_traffic"]["flows"]["shared.1"]["throughput_bps"]
-    assert 0.35 <= tcp / 10e6 <= 0.65, tcp  # the competitor took the rest
 
 
 def test_coupled_mptcp_leaves_a_shared_bottleneck_fair(tmp_path: Path) -> None:
