@@ -108,6 +108,7 @@ class Outcome:
     summary: dict[str, Any] = field(default_factory=dict)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # run.json `settings`
+    flushed: dict[str, dict[str, int]] = field(default_factory=dict)  # TCP metrics per host
     ss_interval: dict[str, Any] = field(default_factory=dict)  # the ss sampler's achieved interval
     rig_cpu: dict[str, Any] = field(default_factory=dict)  # run.json `rig_cpu` (headroom)
     engine: dict[str, Any] = field(default_factory=dict)  # run.json `engine` (ns-3 paths only)

@@ -23,6 +23,9 @@ def make_record(
 ) -> dict[str, Any]:
     """run.json for one run (artifacts and format are added by bundle.commit)."""
     hosts = {h: {**f, "sysctls": out.sysctls.get(h, {})} for h, f in ctx.facts.items()}
+    for h, counts in out.flushed.items():
+        if h in hosts and counts:
+            hosts[h]["flushed"] = counts
     cap = run.capture.model_dump(mode="json")
     record: dict[str, Any] = {
         "format": bundle.FORMAT,

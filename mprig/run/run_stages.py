@@ -46,15 +46,17 @@ PORTS |= apps.PORTS
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
-    """One round trip per host: fresh remote dirs and tcpdump started (it gets ready while
-    the rest runs); knobs, endpoints, netem; tc, sysctl and nstat snapshots; the ss
-    sampler and the traffic server; then the waits for tcpdump capturing and the server
-    listening."""
+    """One round trip per host: fresh remote dirs, the kernel's TCP metrics flushed, and
+    tcpdump started (it gets ready while the rest runs); knobs, endpoints, netem; tc,
+    sysctl and nstat snapshots; the ss sampler and the traffic server; then the waits for
+    tcpdump capturing and the server listening."""
     b = Batch()
     root = commands.remote_root(a.rig.name)
     for host in a.hosts():
         fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
         b.add(host, Cmd(fresh))
+        if host in isolation.KNOB_HOSTS:  # what earlier runs' connections taught the kernel
+            b.add(host, Cmd(isolation.FLUSH_ARGV))
     waits = add_captures(a, b)
     base = a.baseline.hosts if a.baseline else {}
     setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
@@ -108,6 +110,9 @@ def check_settings(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None
         devs = a.baseline.devices.get(router, []) if a.baseline else []
         got[router] = isolation.from_qdiscs(a.output(router, impair.snapshot_argv()), devs)
     out.settings = {h: s.as_json() for h, s in got.items()}
+    out.flushed = {
+        h: isolation.flushed(a.output(h, isolation.FLUSH_ARGV)) for h in isolation.KNOB_HOSTS
+    }
     own = [*knobs.sysctls(a.run.variant), knobs.AVAILABLE_CC]
     for host in isolation.KNOB_HOSTS:
         values = got[host].sysctls

@@ -46,6 +46,38 @@ READ_SCRIPT = (
     '&& printf "%s\\n" "$l"; done; [[ $what == *" offloads "* ]] && ethtool -k "$d" 2>/dev/null; '
     "done; exit 0"
 )
+# What the kernel learned from earlier connections and hands to the next one; no sysctl, so
+# the baseline cannot restore it. The TCP metrics cache, per destination: RTT and its
+# variance (they seed a new connection's first RTO), the reordering degree (a new
+# connection's dupthresh, even above tcp_max_reordering: a NoPR run after a D-SACK run to
+# the same address would start with D-SACK's learned tolerance; net/ipv4/tcp_metrics.c
+# tcp_init_metrics), ssthresh (saved by default before Linux 5.6, so on the 4.19 lab kernel;
+# later where tcp_no_ssthresh_metrics_save is 0: the next run skips slow start), Fast Open
+# cookies;
+# and the routes' cached exceptions (path MTU). Each run flushes them on client and server
+# before its knobs are set. A constant script (no campaign value reaches it) that starts
+# three programs (each costs 0.1-0.3 s under VM emulation); it prints the entries it found
+# and the entries left: "tcp_metrics 3 0".
+FLUSH_SCRIPT = (
+    'count() { local l; n=0; [[ -n $1 ]] && { mapfile -t l <<< "$1"; n=${#l[@]}; }; }; '
+    "had=$(printf '%s\\n' 'tcp_metrics show' 'tcp_metrics flush all' | ip -batch -) && "
+    "left=$(printf '%s\\n' 'tcp_metrics show' 'route flush cache' | ip -batch -) || "
+    '{ echo "mprig: ip could not flush the TCP metrics cache or the route cache" >&2; exit 1; }; '
+    "ip -6 route flush cache 2>/dev/null; "  # fails only where IPv6 is off: nothing cached
+    'count "$had"; h=$n; count "$left"; echo "tcp_metrics $h $n"'
+)
+FLUSH_ARGV = ["bash", "-c", FLUSH_SCRIPT, "mprig-flush"]
+
+
+def flushed(text: str) -> dict[str, int]:
+    """FLUSH_SCRIPT's report as run.json `hosts.<host>.flushed` ({} when it printed none)."""
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "tcp_metrics" and all(w.isdigit() for w in words[1:]):
+            return {"tcp_metrics": int(words[1]), "tcp_metrics_left": int(words[2])}
+    return {}
+
+
 OFFLOADS = {
     "tcp-segmentation-offload": "tso",
     "generic-segmentation-offload": "gso",

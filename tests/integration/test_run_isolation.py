@@ -1,6 +1,7 @@
 """Run isolation on a real native rig (issue 14, part 1): one campaign whose two variants
 set different knobs, run in the orders AB and BA, records the same effective settings per
-variant; the rig is back at its baseline afterwards.
+variant; the rig is back at its baseline afterwards. What the kernel learned from the first
+run's connections (its TCP metrics cache: RTT, reordering) is flushed before the second.
 
 The kernel here has no sch_netem, so tbf stands in for it (mprig.run.impair.STANDIN_ENV).
 """
@@ -43,8 +44,8 @@ def _seed_for(order: list[str]) -> int:
     raise AssertionError(f"no seed gives {order}")
 
 
-def _run(tmp: Path, order: list[str]) -> dict[str, Any]:
-    """Run the campaign in `order`; the recorded settings per variant."""
+def _run(tmp: Path, order: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the campaign in `order`; the recorded settings per variant, and the records."""
     file = tmp / f"{''.join(order)}.yaml"
     file.write_text(CAMPAIGN.format(seed=_seed_for(order)))
     out = tmp / "".join(order)
@@ -58,12 +59,17 @@ def _run(tmp: Path, order: list[str]) -> dict[str, Any]:
     assert [r["variant"]["name"] for r in runs] == order
     records = [bundle.read_record(results / r["run_id"]) for r in runs]
     assert [r["status"] for r in records] == ["complete", "complete"]
-    return {r["variant"]["name"]: r["settings"] for r in records}
+    return {r["variant"]["name"]: r["settings"] for r in records}, records
 
 
 def test_each_run_starts_from_the_baseline(tmp_path: Path) -> None:
-    ab, ba = _run(tmp_path, ["a", "b"]), _run(tmp_path, ["b", "a"])
+    (ab, ab_runs), (ba, ba_runs) = _run(tmp_path, ["a", "b"]), _run(tmp_path, ["b", "a"])
     assert ab == ba
+    for first, second in (ab_runs, ba_runs):  # the kernel's memory of the run before
+        for host in ("client", "server"):
+            assert first["hosts"][host]["flushed"]["tcp_metrics_left"] == 0, first["hosts"]
+            assert second["hosts"][host]["flushed"]["tcp_metrics"] >= 1, second["hosts"]
+            assert second["hosts"][host]["flushed"]["tcp_metrics_left"] == 0, second["hosts"]
     client = {v: ab[v]["client"]["sysctls"] for v in "ab"}
     # a's buffers and lowat do not reach b, b's NoPR preset does not reach a
     assert client["a"]["net.ipv4.tcp_rmem"] == "4096 60000 60000"

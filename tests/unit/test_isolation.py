@@ -3,6 +3,8 @@ of the baseline, the differences named, and the commands that put the baseline b
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from mprig.campaign.spec import Variant
@@ -205,3 +207,40 @@ def test_the_read_back_starts_tc_only_where_it_reads_interfaces(tmp_path: Path) 
 
     assert started([]) == ["ip"]
     assert started(["lan0", "wan0"]) == ["ip", "tc"]
+
+
+def test_the_flush_report_is_read_and_junk_is_not() -> None:
+    assert isolation.flushed("tcp_metrics 3 0\n") == {"tcp_metrics": 3, "tcp_metrics_left": 0}
+    assert isolation.flushed("noise\ntcp_metrics 12 1") == {
+        "tcp_metrics": 12,
+        "tcp_metrics_left": 1,
+    }
+    for junk in ("", "tcp_metrics", "tcp_metrics 3", "tcp_metrics x 0", "tcp_metrics -1 0"):
+        assert isolation.flushed(junk) == {}, junk
+
+
+def test_the_flush_script_counts_what_ip_printed(tmp_path: Path) -> None:
+    """FLUSH_SCRIPT against a stand-in `ip` (the real one is exercised by
+    test_run_isolation): two entries before the flush, none after, and a failing `ip`
+    fails the script with a message instead of reporting 0."""
+    state = tmp_path / "entries"
+    state.write_text("10.0.0.2 age 1sec rtt 30us\nfd00::2 age 1sec rtt 40us\n")
+    ip = tmp_path / "ip"
+    ip.write_text(
+        "#!/bin/bash\n"
+        "[[ $1 == -6 ]] && exit 0\n"
+        f'while IFS= read -r l; do case $l in "tcp_metrics show") cat {state};; '
+        f'"tcp_metrics flush all") : > {state};; esac; done\n'
+    )
+    ip.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+    def run() -> subprocess.CompletedProcess[str]:
+        argv = isolation.FLUSH_ARGV
+        return subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+
+    assert isolation.flushed(run().stdout) == {"tcp_metrics": 2, "tcp_metrics_left": 0}
+    assert isolation.flushed(run().stdout) == {"tcp_metrics": 0, "tcp_metrics_left": 0}
+    ip.write_text("#!/bin/sh\necho 'Object \"tcp_metrics\" is unknown' >&2\nexit 1\n")
+    failed = run()
+    assert failed.returncode == 1 and "could not flush the TCP metrics cache" in failed.stderr
