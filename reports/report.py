@@ -102,6 +102,8 @@ def environment(results: Results) -> list[dict[str, str]]:
             seen.setdefault("rig", {}).setdefault("mprig", set()).add(str(version))
     if ss := ss_interval_text([(b.get("capture") or {}) for b in results.bundles.values()]):
         seen.setdefault("rig", {})["ss interval"] = {ss}
+    if caches := flushed_text(list(results.bundles.values())):
+        seen.setdefault("rig", {})["tcp metrics cache"] = {caches}
     return [
         {"host": host, "item": item, "value": ", ".join(sorted(values))}
         for host, items in sorted(seen.items())
@@ -121,6 +123,21 @@ def ss_interval_text(captures: list[dict[str, Any]]) -> str:
         f"median {min(medians):.3f}-{max(medians):.3f} s, p95 up to {p95:.3f} s "
         f"(configured {want} s, {len(got)} runs)"
     )
+
+
+def flushed_text(bundles: list[dict[str, Any]]) -> str:
+    """Whether the runs started with the kernel's TCP metrics cache flushed on client and
+    server (run.json `hosts.<host>.flushed`, docs/running.md "Run isolation")."""
+    if not bundles:
+        return ""
+    hosts = [b.get("hosts") or {} for b in bundles]
+    done = sum(all((h.get(x) or {}).get("flushed") for x in ("client", "server")) for h in hosts)
+    n = f"{len(bundles)} run{'s' if len(bundles) > 1 else ''}"
+    if done == len(bundles):
+        return f"flushed before every run ({n})"
+    if not done:
+        return f"not flushed ({n} made before mprig flushed it)"
+    return f"flushed before {done} of {n} (the others made before mprig flushed it)"
 
 
 def build(results: Results, plots: list[Plot], checks: list[Check]) -> Report:

@@ -248,6 +248,7 @@ def test_environment_and_warnings(partial: Path) -> None:
         ("server", "tcpdump"): "4.99.3",
         ("rig", "mprig"): "0.1.0",
         ("rig", "rig_mode"): "virtual-vm",
+        ("rig", "tcp metrics cache"): "not flushed (19 runs made before mprig flushed it)",
     }
     assert report.run_warnings(loaded) == [report.RunWarning("nopr-d10-r1", "capture_drops", "")]
 
