@@ -53,9 +53,8 @@ READ_SCRIPT = (
 # the same address would start with D-SACK's learned tolerance; net/ipv4/tcp_metrics.c
 # tcp_init_metrics), ssthresh (saved by default before Linux 5.6, so on the 4.19 lab kernel;
 # later where tcp_no_ssthresh_metrics_save is 0: the next run skips slow start), Fast Open
-# cookies;
-# and the routes' cached exceptions (path MTU). Each run flushes them on client and server
-# before its knobs are set. A constant script (no campaign value reaches it) that starts
+# cookies; and the routes' cached exceptions (path MTU). Each run flushes them on client and
+# server before its knobs are set. A constant script (no campaign value reaches it) that starts
 # three programs (each costs 0.1-0.3 s under VM emulation); it prints the entries it found
 # and the entries left: "tcp_metrics 3 0".
 FLUSH_SCRIPT = (
