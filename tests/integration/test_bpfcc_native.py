@@ -142,6 +142,11 @@ def test_prr_keeps_cwnd_under_loss_where_reno_halves_it(rig: None, programs: lis
 
 BN = {"client": f"{TAG}bc", "router": f"{TAG}br", "server": f"{TAG}bs"}
 BN_SERVER = "10.92.3.2"
+# Four subflows through the one bottleneck, two on each path: uncoupled Reno then takes
+# about 4/5 of it against one TCP flow, a coupled CC at most the TCP flow's half. With two
+# subflows (2/3 against 1/2) the gap was narrower than one run's spread.
+BN_CLIENT_ADDRS = (("10.92.1.1", 1), ("10.92.2.1", 2), ("10.92.1.3", 1), ("10.92.2.3", 2))
+BN_SUBFLOWS = len(BN_CLIENT_ADDRS)
 
 
 def _veth(a: str, b: str, n: str) -> None:
@@ -169,19 +174,25 @@ def _bn_routes() -> None:
     c, r, s = BN["client"], BN["router"], BN["server"]
     ns(r, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
     sh("ip", "-n", c, "route", "add", "default", "via", "10.92.1.254", "dev", f"{c}1")
-    sh("ip", "-n", c, "rule", "add", "from", "10.92.2.1", "table", "2")
     sh("ip", "-n", c, "route", "add", "default", "via", "10.92.2.254", "dev", f"{c}2", "table", "2")
     sh("ip", "-n", s, "route", "add", "default", "via", "10.92.3.254")
     ns(r, "tc", "qdisc", "add", "dev", f"{r}3", "root", "tbf", "rate", "20mbit", "burst", "20kb",
        "limit", "30kb")  # fmt: skip
     for host in (c, s):
-        ns(host, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
-    ns(c, "ip", "mptcp", "endpoint", "add", "10.92.2.1", "dev", f"{c}2", "subflow")
+        limit = str(BN_SUBFLOWS)
+        ns(host, "ip", "mptcp", "limits", "set", "subflows", limit, "add_addr_accepted", limit)
+    # The initial subflow leaves from 10.92.1.1; one more from each other client address.
+    for addr, path in BN_CLIENT_ADDRS[1:]:
+        if not addr.endswith(".1"):
+            sh("ip", "-n", c, "addr", "add", f"{addr}/24", "dev", f"{c}{path}")
+        if path == 2:
+            sh("ip", "-n", c, "rule", "add", "from", addr, "table", "2")
+        ns(c, "ip", "mptcp", "endpoint", "add", addr, "dev", f"{c}{path}", "subflow")
 
 
 @pytest.fixture
 def bottleneck() -> Iterator[None]:
-    """A two-path MPTCP client whose paths meet at one 20 Mbit/s bottleneck."""
+    """A two-path MPTCP client (four subflows) whose paths meet at one 20 Mbit/s bottleneck."""
     try:
         for host in BN.values():
             sh("ip", "netns", "add", host)
@@ -196,16 +207,16 @@ def bottleneck() -> Iterator[None]:
 
 def _established_subflows(host: str, port: str) -> int:
     """Established TCP sockets of `host` towards the server's `port`: the subflows of
-    iperf3's control and data connections (both MPTCP under mptcpize, two subflows each)."""
+    iperf3's control and data connections (both MPTCP under mptcpize)."""
     out = ns(host, "ss", "-tnH", "state", "established", "dport", "=", f":{port}")
     return len(out.splitlines())
 
 
 def mptcp_share(cc: str, seconds: int) -> float:
-    """MPTCP (both subflows on `cc`) against one Reno TCP flow through the bottleneck, at
+    """MPTCP (all its subflows on `cc`) against one Reno TCP flow through the bottleneck, at
     the same time: the MPTCP connection's fraction of the two received rates.
 
-    MPTCP starts first and the TCP flow only once both subflows are established: started
+    MPTCP starts first and the TCP flow only once all subflows are established: started
     the other way round, the join SYN meets a full 30 kB queue, can be lost, and the
     connection then competes on one subflow (a CI run measured LIA at 0.46 and uncoupled
     Reno at 0.52, both what one subflow takes, where two-subflow runs give 0.27 and 0.55).
@@ -227,10 +238,11 @@ def mptcp_share(cc: str, seconds: int) -> float:
             procs.append(subprocess.Popen([*argv, "-t", str(seconds)], stdout=subprocess.PIPE))
             if kind == "mptcp":
                 deadline = time.monotonic() + 5
-                while _established_subflows(c, port) < 4 and time.monotonic() < deadline:
+                want = 2 * BN_SUBFLOWS  # iperf3's control and data connections
+                while _established_subflows(c, port) < want and time.monotonic() < deadline:
                     time.sleep(0.05)
                 up = _established_subflows(c, port)
-                assert up == 4, f"{cc}: {up} of 4 subflows (control and data) came up in 5 s"
+                assert up == want, f"{cc}: {up} of {want} subflows (control, data) came up in 5 s"
         rates = {}
         for kind, proc in zip(ports, procs[2:], strict=True):
             out, _ = proc.communicate(timeout=seconds + 30)
@@ -248,9 +260,13 @@ def test_coupled_ccs_take_no_more_than_the_tcp_flows_share(
 ) -> None:
     # 30 s each: with 15 s the start-up phase makes the shares vary by +-0.15.
     shares = {cc: mptcp_share(cc, 30) for cc in ("reno", "lia", "olia")}
-    # Uncoupled Reno subflows take more than the TCP flow; coupled ones no more than it.
+    # Four uncoupled Reno subflows take about 4/5 of the bottleneck against one TCP flow;
+    # coupled ones no more than the TCP flow's half (RFC 6356's "do no harm"). Measured here,
+    # 5 runs: Reno 0.69-0.77, LIA 0.40-0.50, OLIA 0.28-0.51. With two subflows (Reno 0.52-0.58,
+    # LIA 0.27-0.47) a CI run failed "LIA at most 0.45": 0.47, which RFC 6356 allows.
+    assert shares["reno"] >= 0.62, shares  # else the rig does not show what coupling fixes
     coupled_ok = {
-        cc: shares[cc] <= 0.45 and shares[cc] < shares["reno"] - 0.1 for cc in ("lia", "olia")
+        cc: shares[cc] <= 0.55 and shares[cc] < shares["reno"] - 0.1 for cc in ("lia", "olia")
     }
     assert coupled_ok == {"lia": True, "olia": True}, shares
 
