@@ -82,6 +82,13 @@ def log_name(path: str) -> str:
     return LOG.format(path=path)
 
 
+def is_probe_log(log: str) -> bool:
+    """Whether `log` (a background command's log name) is a probe's: the runner waits for
+    its first line before the traffic starts, or a slow start leaves the run's first
+    seconds unprobed (under busy emulation a cold Python takes seconds)."""
+    return log.startswith(LOG.split("{")[0]) and log.endswith(".jsonl")
+
+
 def probe_argv(src: str, dst: str, interval_ms: float) -> list[str]:
     """One path's probe: ICMP timestamp requests from `src` to `dst` every `interval_ms`."""
     return ["python3", "-c", PROBE_SCRIPT, src, dst, f"{interval_ms:g}"]

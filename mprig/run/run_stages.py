@@ -16,7 +16,7 @@ from mprig.campaign.plan import Run
 from mprig.errors import HostError, UsageError
 from mprig.rig import batch
 from mprig.rig.batch import Batch, Cmd
-from mprig.run import apps, aqm, capture, commands, headroom, impair, traffic
+from mprig.run import apps, aqm, capture, commands, headroom, impair, latency, traffic
 from mprig.run.crossflow import cross_ready
 from mprig.run.labwalk import walking
 from mprig.run.run_attempt import (
@@ -151,6 +151,9 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
+        if latency.is_probe_log(log):  # its first echo sent before the traffic starts
+            ready = wait_cmd('logged "$1" "$2"', f"{a.remote(host)}/{log}", '"seq"', limit=60)
+            waits.append((host, ready))  # a cold Python under emulation: seconds to start
     for host, path, text in mptcpd_ready(a.run, a.remote):  # mptcpd hears MPTCP events
         waits.append((host, wait_cmd('logged "$1" "$2"', path, text)))
     for host, path in cross_ready(a.run, a.remote):  # receivers up before the traffic
