@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +82,12 @@ def log_name(path: str) -> str:
     return LOG.format(path=path)
 
 
-def is_probe_log(log: str) -> bool:
-    """Whether `log` (a background command's log name) is a probe's: the runner waits for
-    its first line before the traffic starts, or a slow start leaves the run's first
-    seconds unprobed (under busy emulation a cold Python takes seconds)."""
-    return log.startswith(LOG.split("{")[0]) and log.endswith(".jsonl")
+def ready_logs(run: Run, remote_dir: Callable[[str], str]) -> list[tuple[str, str]]:
+    """(host, file) of every probe's log: the runner waits for its first line before the
+    traffic starts, or a slow start leaves the run's first seconds unprobed (under busy
+    emulation a cold Python takes seconds)."""
+    names = files(run.traffic, [p.name for p in run.paths])
+    return [("client", f"{remote_dir('client')}/{name}") for name in names]
 
 
 def probe_argv(src: str, dst: str, interval_ms: float) -> list[str]:

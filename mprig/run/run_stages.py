@@ -151,9 +151,8 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
-        if latency.is_probe_log(log):  # its first echo sent before the traffic starts
-            ready = wait_cmd('logged "$1" "$2"', f"{a.remote(host)}/{log}", '"seq"', limit=60)
-            waits.append((host, ready))  # a cold Python under emulation: seconds to start
+    for host, path in latency.ready_logs(a.run, a.remote):  # first echo sent, then traffic
+        waits.append((host, wait_cmd('logged "$1" "$2"', path, '"seq"', limit=60)))
     for host, path, text in mptcpd_ready(a.run, a.remote):  # mptcpd hears MPTCP events
         waits.append((host, wait_cmd('logged "$1" "$2"', path, text)))
     for host, path in cross_ready(a.run, a.remote):  # receivers up before the traffic

@@ -68,10 +68,15 @@ def test_one_probe_per_path_from_its_address() -> None:
 def test_the_runner_waits_for_each_probe_and_nothing_else() -> None:
     """A probe started late leaves the run's first seconds unprobed: an emulated run
     counted 13 of 60 echoes in a 5 s run. The runner waits for each probe's first line."""
-    c = commands.build(run("  ping_interval_ms: 50\n"), LINKS, server_addr="10.1.9.2")
-    assert [latency.is_probe_log(log) for _, _, log in c.background] == [True, True]
-    others = ["ss.txt", "traffic-server.log", "mptcpd.log", "cross-shared.1.json", "ping.txt"]
-    assert [latency.is_probe_log(log) for log in others] == [False] * len(others)
+    r = run("  ping_interval_ms: 50\n")
+    c = commands.build(r, LINKS, server_addr="10.1.9.2")
+    ready = latency.ready_logs(r, lambda host: f"/tmp/run/{host}")
+    assert ready == [
+        ("client", "/tmp/run/client/ping-wifi.jsonl"),
+        ("client", "/tmp/run/client/ping-cell.jsonl"),
+    ]
+    assert [(h, f"/tmp/run/{h}/{log}") for h, _, log in c.background] == ready
+    assert latency.ready_logs(run(), lambda host: f"/tmp/run/{host}") == []
 
 
 def test_parse_pairs_sends_and_replies_and_skips_a_cut_last_line() -> None:
