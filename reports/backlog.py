@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mprig.errors import UsageError
-from reports.paperplans import PAPERS
-from reports.reproduce import REPRODUCTIONS, ROOT, campaign_file
+from reports.paperplans import PAPERS, REPRODUCTIONS, ROOT, campaign_file
 from reports.reproduce_gaps import cell_key
 
 ARCHIVES = ROOT / "reports" / "archived-runs"

@@ -11,10 +11,7 @@ import argparse
 from pathlib import Path
 
 from mprig.cli.argtypes import bounded_int
-from reports import reproduce_committed, reproduce_figures, reproduce_html
-from reports.paperplans import PAPERS
-from reports.reproduce import COMMITTED, PROFILES, REPRODUCTIONS, campaign_file, reproduce
-from reports.reproduce_docs import update_docs
+from reports.paperplans import COMMITTED, PAPERS, PROFILES, REPRODUCTIONS, campaign_file
 
 EPILOG = """\
 examples:
@@ -97,6 +94,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def main(args: argparse.Namespace) -> int:
     """Write one report per paper, or re-render the committed views; print where."""
+    from reports import reproduce_committed, reproduce_html  # scipy, pandas: not for --help
+    from reports.reproduce import reproduce
+
     if args.docs is not None or args.html:
         return rerender(args.docs, (args.out or REPRODUCTIONS) if args.html else None)
     if args.list or not args.papers:
@@ -122,6 +122,9 @@ def main(args: argparse.Namespace) -> int:
 def rerender(docs: Path | None, reproductions: Path | None) -> int:
     """DOCS' numbers section, and every figure and report.html under REPRODUCTIONS (either
     may be None): figures first, since the page embeds them."""
+    from reports import reproduce_figures, reproduce_html  # matplotlib: not for --help
+    from reports.reproduce_docs import update_docs
+
     if docs is not None:
         changed = update_docs(docs)
         print(f"{docs}: {'updated' if changed else 'up to date'}")

@@ -1,10 +1,27 @@
 """What reproducing each paper means on this rig: its campaigns, the comparisons it draws
 (throughput per variant along a sweep, gains over a baseline) and the setup differences
-between the paper and the virtual rig. Data only; reports/reproduce.py runs and reports."""
+between the paper and the virtual rig, and where its files live. Data only, light to import
+(the command line imports it to build `mprig reproduce --help`); reports/reproduce.py runs
+and reports."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS_DIR = ROOT / "experiments" / "papers"
+REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed core/full reproductions
+# quick: CI-sized checks of the machinery (n = 3). core: the cells of each paper's headline
+# claims at n = 5, sized for a 2-core host without KVM (about 2.5 h for all five papers).
+# full: the papers' run lengths and repetitions over every cell (days without KVM).
+PROFILES = ("quick", "core", "full")
+COMMITTED = ("core", "full")  # profiles whose reproductions go to reports/reproductions
+
+
+def campaign_file(stem: str, profile: str) -> Path:
+    """experiments/papers/<stem>-<profile>.yaml."""
+    return PAPERS_DIR / f"{stem}-{profile}.yaml"
 
 
 @dataclass(frozen=True)

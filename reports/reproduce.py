@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
 from reports import reproduce_gaps
-from reports.paperplans import PAPERS, Comparison, PaperPlan
+from reports.paperplans import (
+    COMMITTED,
+    PAPERS,
+    PAPERS_DIR,
+    Comparison,
+    PaperPlan,
+    campaign_file,
+)
 from reports.reproduce_delay import delay_lines
 from reports.reproduce_rig import cc_lines, preset_lines, wifi_model_lines
 from reports.results import fmt_value
@@ -32,22 +39,7 @@ if TYPE_CHECKING:
     from reports.references import Check
     from reports.results import Results
 
-ROOT = Path(__file__).resolve().parents[1]
-PAPERS_DIR = ROOT / "experiments" / "papers"
-REPRODUCTIONS = ROOT / "reports" / "reproductions"  # committed core/full reproductions
-# quick: CI-sized checks of the machinery (n = 3). core: the cells of each paper's headline
-# claims at n = 5, sized for a 2-core host without KVM (about 2.5 h for all five papers).
-# full: the papers' run lengths and repetitions over every cell (days without KVM).
-PROFILES = ("quick", "core", "full")
-COMMITTED = ("core", "full")  # profiles whose reproductions go to reports/reproductions
-
-
 # --- pure builders -----------------------------------------------------------------------
-
-
-def campaign_file(stem: str, profile: str) -> Path:
-    """experiments/papers/<stem>-<profile>.yaml."""
-    return PAPERS_DIR / f"{stem}-{profile}.yaml"
 
 
 def _axis_column(results: Results, axis: str) -> str | None:

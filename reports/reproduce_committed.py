@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
 from mprig.stack.knobs import AVAILABLE_CC
-from reports.paperplans import PAPERS
-from reports.reproduce import CampaignOutcome, campaign_file, write_judgement
+from reports.paperplans import PAPERS, campaign_file
+from reports.reproduce import CampaignOutcome, write_judgement
 from reports.reproduce_html import Committed, campaign_runs, paper_of, read
 from reports.results import Results
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-from matplotlib.axes import Axes
+from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def kind(label: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import report_synth as rs
 
-from reports import paperplans, report, reproduce, reproduce_html, results
+from reports import paperplans, report, reproduce_html, results
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TABLES = (
@@ -121,7 +121,7 @@ def screenshot(tmp: Path, page: Path) -> bytes:
 
 @pytest.fixture(scope="module")
 def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    committed = reproduce.REPRODUCTIONS / SEED
+    committed = paperplans.REPRODUCTIONS / SEED
     page = tmp_path_factory.mktemp("reproduction") / "report.html"
     text = reproduce_html.render(paperplans.PAPERS[SEED], reproduce_html.read(committed))
     page.write_text(text)
@@ -169,7 +169,7 @@ def test_no_value_wraps_in_the_campaign_report(html: Path, tmp_path: Path) -> No
 
 def test_reproduction_report_in_the_browser(reproduction: Path, tmp_path: Path) -> None:
     seen = probe(tmp_path, reproduction)
-    figures = sorted((reproduce.REPRODUCTIONS / SEED / "figures").rglob("*.png"))
+    figures = sorted((paperplans.REPRODUCTIONS / SEED / "figures").rglob("*.png"))
     assert len(seen["images"]) == len(figures) == 2  # Table I and scenario 1 by their axis
     assert min(seen["images"]) > 0
     assert [t.removeprefix("table-") for t in seen["tables"]] == list(REPRODUCTION_TABLES)

@@ -168,7 +168,7 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_docs_papers_md_says_what_the_archives_leave() -> None:
     """docs/papers.md's table of what each paper's full profile still needs comes from the
     committed archives and plans (`make papers-docs`, run by every `make paper-shard`)."""
-    from reports.reproduce import ROOT
+    from reports.paperplans import ROOT
 
     text = (ROOT / "docs" / "papers.md").read_text()
     start, end = text.index(backlog.DOCS_BEGIN), text.index(backlog.DOCS_END)

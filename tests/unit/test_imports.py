@@ -13,6 +13,8 @@ a string (mprig/cli/main.py's COMMAND_MODULES); elsewhere such a string is a sub
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +164,19 @@ def test_lazy_type_only_relative_and_by_name_imports_all_close_circles(tmp_path:
         "  pkg.a -> pkg.b (pkg/a.py:4)\n"
         "  pkg.b -> pkg.a (pkg/b.py:3)"
     )
+
+
+def test_the_command_line_loads_no_heavy_library_before_a_command_runs() -> None:
+    """Every `mprig` call builds the whole parser, `mprig run` inside the campaign VM among
+    them: a command module that imports matplotlib at its top (it did, through `reproduce`)
+    makes each of them pay for it, and a fresh VM builds matplotlib's font cache first."""
+    probe = (
+        "import sys\nfrom mprig.cli.main import build_parser\nbuild_parser()\n"
+        "print(' '.join(sorted(m for m in sys.modules if '.' not in m)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stdout.split())
+    heavy = {"matplotlib", "numpy", "pandas", "pyarrow", "scipy", "scapy"}
+    assert "mprig" in loaded and not loaded & heavy, sorted(loaded & heavy)

@@ -572,7 +572,7 @@ def test_clipping_at_0_leaves_every_committed_verdict_as_it_is() -> None:
     changes the display, not the verdict."""
     import json
 
-    from reports.reproduce import REPRODUCTIONS
+    from reports.paperplans import REPRODUCTIONS
 
     seen = 0
     for path in sorted(REPRODUCTIONS.glob("*/verdicts.json")):
@@ -648,7 +648,7 @@ def test_a_window_without_no_effect_still_reproduces() -> None:
 def test_no_committed_verdict_is_uninformative_with_its_ci_wholly_outside() -> None:
     import json
 
-    from reports.reproduce import REPRODUCTIONS
+    from reports.paperplans import REPRODUCTIONS
 
     hidden = []
     for path in sorted(REPRODUCTIONS.glob("*/verdicts.json")):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reports import reproduce_committed
-from reports.reproduce import REPRODUCTIONS
+from reports.paperplans import REPRODUCTIONS
 
 PAPERS = sorted(p.parent.name for p in REPRODUCTIONS.glob("*/verdicts.json"))
 JUDGED = ("verdicts.json", "report.md", "environment.json")

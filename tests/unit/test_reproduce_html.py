@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from mprig.errors import UsageError
-from reports import paperplans, reproduce, reproduce_docs, reproduce_html
+from reports import paperplans, reproduce_docs, reproduce_html
 
 SECTIONS = [
     "verdicts",
@@ -235,10 +235,10 @@ def test_files_that_name_the_paper_seed_are_still_read(tmp_path: Path) -> None:
     assert "| 000 | core |" in reproduce_docs.docs_section(tmp_path)
 
 
-@pytest.mark.parametrize("paper", sorted(p.name for p in reproduce.REPRODUCTIONS.iterdir()))
+@pytest.mark.parametrize("paper", sorted(p.name for p in paperplans.REPRODUCTIONS.iterdir()))
 def test_a_committed_reproduction_has_a_current_report_html(paper: str) -> None:
     """Like docs/papers.md, report.html is rendered from the committed files alone."""
-    d = reproduce.REPRODUCTIONS / paper
+    d = paperplans.REPRODUCTIONS / paper
     want = reproduce_html.render(paperplans.PAPERS[paper], reproduce_html.read(d))
     html = d / "report.html"
     assert html.is_file() and html.read_text() == want, "stale: run `make papers-docs`"

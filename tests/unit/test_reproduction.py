@@ -125,7 +125,7 @@ def test_a_papers_report_has_a_section_for_every_campaign_file(paper: str, tmp_p
     """A campaign added to experiments/papers/ but not to the paper's plan would never run."""
     report = reproduce.reproduce(paper, "quick", tmp_path / "results", tmp_path, run=False)
     sections = [line[3:] for line in report.read_text().splitlines() if line.startswith("## ")]
-    files = sorted(p.stem for p in reproduce.PAPERS_DIR.glob(f"{paper}-*-quick.yaml"))
+    files = sorted(p.stem for p in paperplans.PAPERS_DIR.glob(f"{paper}-*-quick.yaml"))
     assert sorted(s for s in sections if s.endswith("-quick")) == files
 
 
