@@ -75,6 +75,7 @@ while True:
         out({**doc, "up_ms": diff(recv, orig), "down_ms": diff(arrived, xmit)})
 """
 LOG = "ping-{path}.jsonl"  # one file per path, in the client's remote directory and the bundle
+HOST = "client"  # where the probes run (from each path's client address)
 
 
 def log_name(path: str) -> str:
@@ -87,7 +88,7 @@ def ready_logs(run: Run, remote_dir: Callable[[str], str]) -> list[tuple[str, st
     traffic starts, or a slow start leaves the run's first seconds unprobed (under busy
     emulation a cold Python takes seconds)."""
     names = files(run.traffic, [p.name for p in run.paths])
-    return [("client", f"{remote_dir('client')}/{name}") for name in names]
+    return [(HOST, f"{remote_dir(HOST)}/{name}") for name in names]
 
 
 def probe_argv(src: str, dst: str, interval_ms: float) -> list[str]:
@@ -102,9 +103,7 @@ def background(
     if traffic.ping_interval_ms is None:
         return []
     every = traffic.ping_interval_ms
-    return [
-        ("client", probe_argv(k.client_addr, server_addr, every), log_name(k.name)) for k in links
-    ]
+    return [(HOST, probe_argv(k.client_addr, server_addr, every), log_name(k.name)) for k in links]
 
 
 def files(traffic: Traffic, paths: Sequence[str]) -> list[str]:
