@@ -48,8 +48,10 @@ PATHS = (
 )
 
 
-def sh(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), check=check, capture_output=True, text=True, timeout=30)
+def sh(
+    argv: Sequence[str], *, check: bool = True, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), check=check, capture_output=True, text=True, timeout=timeout)
 
 
 class Rig:
@@ -109,6 +111,17 @@ class Rig:
                 stdout=fh,
                 stderr=subprocess.DEVNULL,
             )
+
+    def wait_listening(self, host: str, port: int, limit: float = 60.0) -> None:
+        """Until a socket of `host` listens on `port` (the runner's own wait loop): a fixed
+        sleep after starting a server is too short on a loaded emulated guest."""
+        from mprig.run.run_attempt import wait_cmd
+
+        cmd = wait_cmd('listening "$1"', str(port), limit=limit)
+        argv = ["ip", "netns", "exec", self.ns(host), *cmd.argv]
+        res = sh(argv, check=False, timeout=cmd.timeout)
+        if res.returncode != 0:
+            raise RuntimeError(f"{host}: nothing listens on port {port} after {limit:.0f} s")
 
     def veth(self, a: str, a_if: str, b: str, b_if: str) -> None:
         link = ["ip", "link", "add", a_if, "netns", self.ns(a), "type", "veth"]
@@ -230,10 +243,12 @@ def stop_capture(proc: subprocess.Popen[bytes]) -> int:
 
 
 def traffic(r: Rig, bundle: Path, duration: float) -> None:
+    from mprig.run.traffic import IPERF3_PORT
+
     srv = r.popen(
         "server", ["mptcpize", "run", "iperf3", "-s", "-1", "-J"], bundle / "iperf3-server.json"
     )
-    time.sleep(0.3)
+    r.wait_listening("server", IPERF3_PORT)
     argv = ["mptcpize", "run", "iperf3", "-c", SERVER_ADDR, "-R", "-J", "-t", str(duration)]
     (bundle / "iperf3-client.json").write_text(r.run("client", argv, check=False))
     srv.wait(timeout=duration + 15)
@@ -289,7 +304,7 @@ def traffic_bulk(r: Rig, bundle: Path, nbytes: int, *, hold: bool = False) -> No
     tmp.mkdir(exist_ok=True)
     send = bulk_argv("listen", "0.0.0.0", nbytes, 1, mptcp=True, send=True, out=f"{tmp}/s.json")
     srv = r.popen("server", send, tmp / "server.log")
-    time.sleep(0.5)
+    r.wait_listening("server", BULK_PORT)
     recv = bulk_argv("connect", SERVER_ADDR, nbytes, 1, mptcp=True, send=False,
                      out=f"{tmp}/r.json")  # fmt: skip
     if hold:
