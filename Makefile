@@ -79,7 +79,7 @@ run: setup
 # converging site.yml inside the emulated VM, about 20 minutes; the ns-3 real-time engine,
 # which needs libns3-dev) run with `make test-long`.
 test: setup
-	$(BIN)/python -m pytest -m "not long" -rs --durations=25 tests
+	$(BIN)/python -m pytest -m "not long" -rfEs --durations=25 tests
 
 test-long: setup ns3-engine
 	$(BIN)/python -m pytest -m long --ignore=tests/integration/test_kernel_vm.py \

@@ -43,13 +43,14 @@ def test_every_block_arrives_once_in_order_with_its_delay(rig: None) -> None:
         # a download, as the runner runs it: the server listens and sends, the client
         # connects from its first path (its endpoints add the second subflow) and receives
         send = traffic.blocks_argv("listen", "10.112.1.2", send=True, out=str(sent), **common)
-        server = subprocess.Popen(["ip", "netns", "exec", SERVER, *send], stdout=subprocess.PIPE)
-        assert server.stdout is not None and server.stdout.readline() == b"listening\n"
-        recv = traffic.blocks_argv("connect", "10.112.1.2", send=False, out=str(log),
-                                   bind="10.112.1.1", **common)  # fmt: skip
-        t0 = time.monotonic()
-        subprocess.run(["ip", "netns", "exec", CLIENT, *recv], check=True, timeout=30)
-        server.communicate(timeout=10)
+        argv = ["ip", "netns", "exec", SERVER, *send]
+        with subprocess.Popen(argv, stdout=subprocess.PIPE) as server:  # closed on a failure too
+            assert server.stdout is not None and server.stdout.readline() == b"listening\n"
+            recv = traffic.blocks_argv("connect", "10.112.1.2", send=False, out=str(log),
+                                       bind="10.112.1.1", **common)  # fmt: skip
+            t0 = time.monotonic()
+            subprocess.run(["ip", "netns", "exec", CLIENT, *recv], check=True, timeout=30)
+            server.communicate(timeout=10)
         rows = [json.loads(x) for x in log.read_text().splitlines()]
         blocks = json.loads(sent.read_text())["blocks"]
         got = traffic.parse_blocks(log.read_text())

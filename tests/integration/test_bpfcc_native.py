@@ -250,7 +250,7 @@ def mptcp_share(cc: str, seconds: int) -> float:
     finally:
         for proc in procs:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # closes the clients' pipes when a check above failed
     return rates["mptcp"] / (rates["mptcp"] + rates["tcp"])
 
 
