@@ -160,13 +160,15 @@ paper-shard: setup
 # shard 1/N (N = repetitions // MIN_N, K of every cell) of each campaign short of MIN_N into
 # the archives (run, collect, archive; rig-limited runs again), then, once every cell holds
 # MIN_N, writes reports/reproductions/PAPER/ with --min-n and docs/papers.md (whose table of
-# what is left is rewritten after every call, as after every paper-shard). STOP_AFTER=8h
+# what is left is rewritten after every call, as after every paper-shard; the recipes run
+# under `bash -e`, hence `|| status=$?`). STOP_AFTER=8h
 # starts no run expected to end later; `make paper-full` again goes on. Commit the archives.
 MIN_N ?= 5
 paper-full: setup
 	@test -n "$(PAPER)" || { echo "usage: make paper-full PAPER=000 [MIN_N=5] [STOP_AFTER=8h]"; exit 2; }
-	$(BIN)/mprig backlog $(PAPER) --min-n $(MIN_N) --run $(if $(STOP_AFTER),--stop-after $(STOP_AFTER)); \
-		status=$$?; $(BIN)/mprig reproduce --docs docs/papers.md; exit $$status
+	status=0; $(BIN)/mprig backlog $(PAPER) --min-n $(MIN_N) --run \
+		$(if $(STOP_AFTER),--stop-after $(STOP_AFTER)) || status=$$?; \
+		$(BIN)/mprig reproduce --docs docs/papers.md; exit $$status
 	$(BIN)/mprig reproduce $(PAPER) --profile full --results $(ARCHIVED) --min-n $(MIN_N)
 	$(BIN)/mprig reproduce --docs docs/papers.md --html
 
