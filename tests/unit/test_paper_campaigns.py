@@ -10,7 +10,7 @@ import pytest
 
 from mprig.campaign import presets, wifi
 from mprig.campaign.plan import expand, run_count
-from mprig.campaign.spec import Campaign, axis_values, load_campaign
+from mprig.campaign.spec import Campaign, Direction, axis_values, load_campaign
 from mprig.stack import bpfcc
 
 PAPERS = Path(__file__).resolve().parents[2] / "experiments" / "papers"
@@ -281,3 +281,20 @@ def test_finding_lines_say_whether_mptcp_falls_below_the_baseline() -> None:
         "- rmem = 50000: mptcp 5.1 Mbit/s against 7.6 Mbit/s for tcp_wifi: below it (-33 %)",
         "- rmem = 1000000: mptcp 9.5 Mbit/s against 7.6 Mbit/s for tcp_wifi: not below it (25 %)",
     ]
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_scaled_fig6b_keeps_the_buffers_meaning(profile: str) -> None:
+    """Fig. 6(b) runs at a hundredth of the paper's rates (1 Gbit/s + 100 Mbit/s) with the RTT
+    x 100: the links keep the paper's 10:1 ratio, and sum(rates) x RTT_max (base RTT and a
+    full queue, downstream) stays 1.1 MB, so the paper's buffer sizes (250 KB, 2 MB) mean
+    what they meant (2 MB = 2 x sum x RTT_max gives the paper's 7.3 ms at 1.1 Gbit/s)."""
+    paths = {p.name: p for p in _load(f"004-fig6b-{profile}.yaml").paths}
+    fast, slow = paths["fast"].down, paths["slow"].down
+    assert (fast.rate_mbit, slow.rate_mbit) == (10.0, 1.0)
+
+    def rtt_max_s(d: Direction) -> float:
+        return 2 * d.delay_ms / 1000 + d.limit_pkts * 1514 * 8 / (d.rate_mbit * 1e6)
+
+    rtt_max = max(rtt_max_s(fast), rtt_max_s(slow))
+    assert (fast.rate_mbit + slow.rate_mbit) * 1e6 / 8 * rtt_max == pytest.approx(1.1e6, rel=0.01)
