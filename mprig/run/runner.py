@@ -28,7 +28,7 @@ from mprig.errors import HostError, ToolMissing
 from mprig.fsio import exclusive as exclusive  # the campaign and rig locks (cmd_run)
 from mprig.rig import ns3link
 from mprig.rig.host import Rig
-from mprig.run import bundle, commands, latency, timeline
+from mprig.run import bundle, commands, latency, timeline, traffic
 from mprig.run.crossflow import cross_record
 from mprig.run.progress import Reporter
 from mprig.run.run_attempt import Attempt, Context, Outcome, OutOfSpace, RunFailed
@@ -69,8 +69,9 @@ def attempt_run(a: Attempt, cmds: commands.RunCommands, out: Outcome) -> None:
     out.drops = capture_drops(a)
     out.ss_interval = ss_interval(a)
     out.summary = summarise(a)
-    out.summary |= latency.run_summary(a.staging, a.run, (end - out.traffic_s, end))
-    out.cross = cross_record(a.staging, a.run, (end - out.traffic_s, end), out.summary)
+    window = traffic.load_window(a.run.traffic, out.traffic_s, end)
+    out.summary |= latency.run_summary(a.staging, a.run, window)
+    out.cross = cross_record(a.staging, a.run, window, out.summary)
     out.timeline = timeline.record(a.staging, a.run, a.rig.paths, a.rig.attenuators)
 
 

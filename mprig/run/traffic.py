@@ -72,6 +72,17 @@ def timeout_s(t: Traffic) -> float:
     return t.duration_s + t.omit_s + MARGIN_S
 
 
+def load_window(t: Traffic, client_s: float, end: float) -> tuple[float, float]:
+    """The traffic's window [start, end] (wall clock, s), over which latency probes and
+    competing flows are measured: it ends with the client's command and spans the time the
+    tool sends for (iperf3's test with its omitted warm-up; the blocks and cbr senders'
+    duration), not the client's start-up and connection set-up before it, which under
+    emulation took over a second and put unloaded probe samples into the latency under
+    load. A bulk transfer and requests end when their work is done: the whole command."""
+    sending = {"iperf3": t.duration_s + t.omit_s, "blocks": t.duration_s, "cbr": t.duration_s}
+    return end - min(client_s, sending.get(t.tool, client_s)), end
+
+
 def _seconds(value: float, minimum: int = 0) -> str:
     """Whole seconds for iperf3, which reads -t and -O with atoi (0.5 -> 0, and -t 0 runs
     forever): rounded up, never below `minimum`. The spec allows whole seconds only."""

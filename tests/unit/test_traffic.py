@@ -52,3 +52,24 @@ def test_check_bulk() -> None:
         traffic.check_bulk(ok, {**ok, "sha256": "cd"}, 10)
         == "bulk: sha256 of received data differs from what was sent"
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "client_s", "span"),
+    [
+        # iperf3 sends for its test and omitted warm-up; the client's 1.25 s of start-up
+        # before that (an emulated aqm run: 125 probe echoes where 5 s give 100) is idle
+        ({"tool": "iperf3", "duration_s": 5}, 6.25, 5.0),
+        ({"tool": "iperf3", "duration_s": 5, "omit_s": 2}, 8.1, 7.0),
+        ({"tool": "blocks", "duration_s": 4}, 4.9, 4.0),
+        # a client that ended early (its command's whole time) is never stretched
+        ({"tool": "iperf3", "duration_s": 5}, 3.0, 3.0),
+        # a bulk transfer ends when its bytes are through: the whole command
+        ({"tool": "bulk", "duration_s": 30, "bytes": 1_000_000}, 7.5, 7.5),
+    ],
+)
+def test_the_load_window_leaves_out_the_clients_start_up(
+    fields: dict[str, object], client_s: float, span: float
+) -> None:
+    start, end = traffic.load_window(Traffic.model_validate(fields), client_s, 1000.0)
+    assert (end, round(end - start, 6)) == (1000.0, span)
