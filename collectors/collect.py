@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 5  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 6  # bump when a metric's definition changes: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"
@@ -56,7 +56,8 @@ BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "blo
 BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
 INT_COLUMNS = (*INT_METRICS, "blocks_missing", *apps_part.INT_COLUMNS)
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
-PATH_METRICS: tuple[str, ...] = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
+SS_PATH_METRICS = ("srtt_ms", "cwnd_mean", "idle_share", "notsent_mean")  # the sender's ss
+PATH_METRICS: tuple[str, ...] = ("link_util", "throughput_bps", "wire_bps", *SS_PATH_METRICS)
 PATH_METRICS += latency_part.PATH_METRICS  # the latency probe's RTT quantiles and loss
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}
 SERIES_COLUMNS |= {"path": "string", "subflow": "string", "value": "float64"}
@@ -355,8 +356,8 @@ def path_columns(
     ss_paths: dict[str, dict[str, float | None]],
     wire: dict[str, float] | None = None,
 ) -> dict[str, float | None]:
-    """`link_util.<path>`, `throughput_bps.<path>`, `wire_bps.<path>`, `srtt_ms.<path>`,
-    `cwnd_mean.<path>` for every configured path (null where there is no data)."""
+    """`link_util.<path>`, `throughput_bps.<path>`, `wire_bps.<path>` and the ss columns
+    (SS_PATH_METRICS) for every configured path (null where there is no data)."""
     rates = info.path_rates_bps()
     names = list(rates) + sorted(set(throughput or {}) - set(rates))
     out: dict[str, float | None] = {}
@@ -366,8 +367,7 @@ def path_columns(
         out[f"link_util.{path}"] = tput / rate if tput is not None and rate else None
         out[f"throughput_bps.{path}"] = tput
         out[f"wire_bps.{path}"] = (wire or {}).get(path) if tput is not None else None
-        out[f"srtt_ms.{path}"] = ss_paths.get(path, {}).get("srtt_ms")
-        out[f"cwnd_mean.{path}"] = ss_paths.get(path, {}).get("cwnd_mean")
+        out |= {f"{m}.{path}": ss_paths.get(path, {}).get(m) for m in SS_PATH_METRICS}
     return out
 
 

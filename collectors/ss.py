@@ -46,6 +46,8 @@ COLUMNS: dict[str, str] = {
     "retrans": "Int64",  # total retransmitted segments (the N in retrans:cur/N)
     "lost": "Int64",
     "unacked": "Int64",
+    "send_q": "Int64",  # bytes queued or in flight on the socket (the Send-Q column)
+    "notsent": "Int64",  # bytes written to the socket and not yet sent (`notsent:`)
     "mptcp_flags": "string",  # subflow flags: M(P_CAPABLE) J(OIN) B(ackup) e(stab) c(onn) v
     "subflows": "Int64",  # mptcp: additional subflows (ss counts joins, not the first)
     "write_seq": "UInt64",  # mptcp: next data sequence number to write
@@ -54,7 +56,7 @@ COLUMNS: dict[str, str] = {
 }
 
 _INT_FIELDS = {"cwnd", "ssthresh", "mss", "bytes_sent", "bytes_acked", "bytes_received"}
-_INT_FIELDS |= {"bytes_retrans", "lost", "unacked", "subflows"}
+_INT_FIELDS |= {"bytes_retrans", "lost", "unacked", "subflows", "notsent"}
 _HEX_FIELDS = {"write_seq", "snd_una", "rcv_nxt"}
 _RATE_FIELDS = {"delivery_rate": "delivery_rate_bps", "pacing_rate": "pacing_rate_bps"}
 _STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "CLOSE"}
@@ -127,7 +129,8 @@ def _head(line: str, lineno: int) -> dict[str, object]:
         raise ParseError(lineno, f"not an ss socket line (netid state q q local peer): {line!r}")
     local_addr, local_port = _endpoint(tok[4], lineno)
     peer_addr, peer_port = _endpoint(tok[5], lineno)
-    return {"netid": tok[0], "state": tok[1], "local_addr": local_addr,
+    send_q = int(tok[3]) if tok[3].isdigit() else None
+    return {"netid": tok[0], "state": tok[1], "local_addr": local_addr, "send_q": send_q,
             "local_port": local_port, "peer_addr": peer_addr, "peer_port": peer_port}  # fmt: skip
 
 
@@ -237,8 +240,23 @@ def path_summary(subflows: pd.DataFrame) -> dict[str, dict[str, float | None]]:
             "retrans": _mean(rows["retrans"].max()),
             "acked_bps": acked_bps(rows),
             "samples": float(len(rows)),
+            **_queue(rows),
         }
     return out
+
+
+def _queue(rows: pd.DataFrame) -> dict[str, float | None]:
+    """How a path's subflow was fed, over the samples after it first carried data:
+    `notsent_mean` (bytes the connection had handed it and it had not sent yet) and
+    `idle_share` (share of samples with nothing queued or in flight, Send-Q 0). A bulk
+    sender whose fast subflow idles while a slow one holds a backlog is blocked at the
+    connection level: the shared window is held by data behind the slow path."""
+    fed = rows[rows["bytes_acked"].fillna(0) > 0]
+    idle = fed["send_q"].dropna()
+    return {
+        "notsent_mean": _mean(fed["notsent"].fillna(0)) if len(fed) else None,
+        "idle_share": _mean((idle == 0).astype("float64")) if len(idle) else None,
+    }
 
 
 def acked_bps(rows: pd.DataFrame) -> float | None:

@@ -37,6 +37,7 @@ CAPTURE_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes")
 CAPTURE_METRICS += ("rcvbuf_k_max_bytes", "ooo_arrivals", "goodput_k_p5_bps")
 ALL_METRICS = (*CAPTURE_METRICS, "iperf3_bps")
 PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
+PATH_METRICS += ("idle_share", "notsent_mean")
 PATH_COLUMNS = [f"{m}.{p}" for m in PATH_METRICS for p in ("cell", "wifi")]
 
 
@@ -68,21 +69,26 @@ def row(outcome: CampaignOutcome, run_id: str) -> dict[str, object]:
     return next(r.row for r in outcome.runs if r.run_id == run_id)
 
 
-def ss_means() -> dict[str, tuple[float, float]]:
-    """Per path (mean srtt, mean cwnd) of the data subflows, read with a regex: the data
-    connection is the one whose subflows acked the most bytes."""
+def ss_means() -> dict[str, tuple[float, float, float, float]]:
+    """Per path (mean srtt, mean cwnd, share of samples with Send-Q 0, mean notsent) of the
+    data subflows, read with a regex: the data connection is the one whose subflows acked
+    the most bytes; the queue figures count samples from the first acknowledged byte."""
     text = (FIXTURE / "ss-server.txt").read_text()
-    pairs = re.findall(r"^tcp .*\[::ffff:(10\.55\.\d\.1)\]:(\d+)\n\t(.*)", text, re.M)
+    line = r"^tcp +\S+ +\d+ +(\d+) .*\[::ffff:(10\.55\.\d\.1)\]:(\d+)\n\t(.*)"  # Send-Q, peer
+    rows = re.findall(line, text, re.M)
     acked: dict[str, int] = {}
-    for _, port, info in pairs:
+    for _, _, port, info in rows:
         acked[port] = max(acked.get(port, 0), int(re.search(r"bytes_acked:(\d+)", info)[1]))
     ports = {p for p in acked if acked[p] > 10_000}
     out = {}
     for path in ("wifi", "cell"):
-        infos = [i for a, p, i in pairs if p in ports and CLIENT[a] == path]
-        rtts = [float(re.search(r" rtt:([\d.]+)/", i)[1]) for i in infos]
-        cwnds = [int(re.search(r" cwnd:(\d+)", i)[1]) for i in infos]
-        out[path] = (sum(rtts) / len(rtts), sum(cwnds) / len(cwnds))
+        infos = [(int(q), i) for q, a, p, i in rows if p in ports and CLIENT[a] == path]
+        rtts = [float(re.search(r" rtt:([\d.]+)/", i)[1]) for _, i in infos]
+        cwnds = [int(re.search(r" cwnd:(\d+)", i)[1]) for _, i in infos]
+        fed = [(q, i) for q, i in infos if int(re.search(r"bytes_acked:(\d+)", i)[1]) > 0]
+        notsent = [int(m[1]) if (m := re.search(r"notsent:(\d+)", i)) else 0 for _, i in fed]
+        idle = sum(q == 0 for q, _ in fed) / len(fed)
+        out[path] = (sum(rtts) / len(rtts), sum(cwnds) / len(cwnds), idle, sum(notsent) / len(fed))
     return out
 
 
@@ -124,6 +130,8 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         expected[f"throughput_bps.{path}"] = per_path[path]
         expected[f"srtt_ms.{path}"] = pytest.approx(srtt_cwnd[path][0])
         expected[f"cwnd_mean.{path}"] = pytest.approx(srtt_cwnd[path][1])
+        expected[f"idle_share.{path}"] = pytest.approx(srtt_cwnd[path][2])
+        expected[f"notsent_mean.{path}"] = pytest.approx(srtt_cwnd[path][3])
     assert row(collected, "ok") == expected
     # the paths carried data near their configured rates
     assert [round(float(expected[f"link_util.{p}"]), 1) for p in ("wifi", "cell")] == [0.9, 0.8]

@@ -41,6 +41,7 @@ def test_subflow_row_whole(frame: pd.DataFrame) -> None:
         "delivery_rate_bps": 891076920.0, "pacing_rate_bps": 1102707624.0,
         "bytes_sent": 27908, "bytes_acked": 25560, "bytes_received": None,
         "bytes_retrans": 532, "retrans": 1, "lost": None, "unacked": 2,
+        "send_q": 1816, "notsent": None,
         "mptcp_flags": "Jec", "subflows": None,
         "write_seq": None, "snd_una": None, "rcv_nxt": None,
     }  # fmt: skip
@@ -65,12 +66,12 @@ def test_path_summary_by_hand(frame: pd.DataFrame) -> None:
                  "ssthresh_min": 138.0,
                  "delivery_rate_bps_mean": (3936560 + 891076920) / 2,
                  "retrans": 1.0, "acked_bps": (25560 - 6472) * 8 / (T2 - T1),
-                 "samples": 2.0},
+                 "samples": 2.0, "notsent_mean": 0.0, "idle_share": 0.0},
         "wifi": {"srtt_ms": pytest.approx((5.357 + 44.953) / 2), "cwnd_mean": 20.0,
                  "ssthresh_min": None,
                  "delivery_rate_bps_mean": (163154928 + 4037200) / 2,
                  "retrans": 15.0, "acked_bps": (46860 - 11360) * 8 / (T2 - T1),
-                 "samples": 2.0},
+                 "samples": 2.0, "notsent_mean": 34296 / 2, "idle_share": 0.0},
     }  # fmt: skip
 
 
@@ -117,11 +118,38 @@ def test_stock_debian_kernel_61_output() -> None:
     assert summary == {
         "cell": {"srtt_ms": 75.5, "cwnd_mean": 28.0, "ssthresh_min": 28.0,
                  "delivery_rate_bps_mean": 2503672.0, "retrans": None, "acked_bps": None,
-                 "samples": 1.0},
+                 "samples": 1.0, "notsent_mean": 45120.0, "idle_share": 0.0},
         "wifi": {"srtt_ms": 84.595, "cwnd_mean": 33.0, "ssthresh_min": 30.0,
                  "delivery_rate_bps_mean": 3977488.0, "retrans": None, "acked_bps": None,
-                 "samples": 1.0},
+                 "samples": 1.0, "notsent_mean": 58952.0, "idle_share": 0.0},
     }  # fmt: skip
+
+
+def test_fast_subflow_idle_behind_a_backlog_on_the_slow_path() -> None:
+    # six real samples of the sender (server) in a 000 Table I run, recovery preset dsack,
+    # the second path 500 ms longer (3.78 Mbit/s over two 10 Mbit/s paths): the 1-s path's
+    # subflow holds 1.4-2.1 MB it has not sent, and the fast subflow has nothing queued in
+    # 4 of the 6 samples (Send-Q 133488 and 28632 in the other two; notsent:46136 once)
+    text = (CAPTURE.parent / "mptcp_hol_500ms_sender.txt").read_text()
+    summary = path_summary(
+        per_path(data_subflows(parse_ss(text)), {"10.1.1.2": "p1", "10.2.1.2": "p2"})
+    )
+    got = {p: (v["idle_share"], v["notsent_mean"]) for p, v in summary.items()}
+    slow = [1910888, 1764824, 1684632, 1623056, 1418280, 2080816]
+    assert got == {"p1": (pytest.approx(4 / 6), pytest.approx(46136 / 6)),
+                   "p2": (0.0, pytest.approx(sum(slow) / 6))}  # fmt: skip
+
+
+def test_subflow_queue_counts_only_samples_after_it_carried_data() -> None:
+    # before its first acknowledged byte a subflow idles by construction (joining)
+    text = (
+        "# 1.0\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t cubic cwnd:10\n"
+        "# 2.0\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t cubic bytes_acked:100\n"
+        "# 3.0\ntcp ESTAB 0 2000 10.0.0.1:5201 10.0.0.2:40000\n"
+        "\t cubic cwnd:10 bytes_acked:900 notsent:600\n"
+    )
+    summary = path_summary(per_path(data_subflows(parse_ss(text)), {"10.0.0.2": "p"}))
+    assert (summary["p"]["idle_share"], summary["p"]["notsent_mean"]) == (0.5, 300.0)
 
 
 def test_ipv6_subflows_bound_to_a_device_keep_their_address() -> None:
