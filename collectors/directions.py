@@ -29,8 +29,10 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     "goodput_k_p5_bps": "higher",
     "srtt_ms": "lower",
     "cwnd_mean": "neutral",
-    "idle_share": "lower",  # a subflow left with nothing to send while the run was bulk
-    "notsent_mean": "neutral",  # a backlog is not bad in itself; where it sits tells
+    # How the sender fed its subflows (collectors/ss.py): they explain goodput, which is
+    # judged; an app-limited workload idles by design.
+    "idle_share": "neutral",
+    "notsent_mean": "neutral",
     "block_delay_p50_s": "lower",
     "block_delay_p95_s": "lower",
     "block_delay_p99_s": "lower",
