@@ -92,7 +92,9 @@ def _choose(current: Any, old: Any, done: Archived) -> Any:
             else:
                 (done.replaced if clean_rerun else done.added).append(run_id)
         elif run_id not in have:
-            why = current.corrupt.get(run_id) or f"status {status}"
+            why = current.corrupt.get(run_id) or (
+                res.UNPLANNED if status == "unplanned" else f"status {status}"
+            )
             done.left_out[run_id] = why
     new = _raw_rows(current.root, done.added + done.replaced)
     if old is None:

@@ -24,6 +24,14 @@ FORMAT = 1  # newest campaign.json / run.json format this reader understands
 ID_COLUMNS = ("campaign", "run_id", "variant", "protocol", "status", "index", "repetition", "seed")
 
 
+# Status "unplanned": a bundle in the directory whose run campaign.json's plan does not name
+# (a run of an earlier spec or plan left there, or copied in). Never averaged in or archived.
+UNPLANNED = (
+    "not in campaign.json's plan: a run of another spec or plan left in this directory; "
+    "move it out (reports and archives leave it out)"
+)
+
+
 @dataclass(frozen=True)
 class Results:
     """One campaign's results, as read from disk."""
@@ -84,9 +92,10 @@ class Results:
         bad = self.runs[self.runs["status"] != "complete"].copy()
         bad["reason"] = [
             self.corrupt.get(r)
+            or (UNPLANNED if status == "unplanned" else None)
             or rig_limited_reason(self.bundles.get(r, {}))
             or str(self.bundles.get(r, {}).get("reason", "no reason recorded"))
-            for r in bad["run_id"]
+            for r, status in zip(bad["run_id"], bad["status"], strict=True)
         ]
         return bad
 
@@ -118,6 +127,10 @@ def load(root: str | Path) -> Results:
     records, corrupt = _read_bundles(root, runs)
     runs = _derive(runs)
     runs.loc[runs["run_id"].isin(list(corrupt)), "status"] = "corrupt"
+    planned = tuple(_planned_runs(campaign))
+    if planned:  # a bundle the plan does not name measured another spec or plan
+        ids = {p["run_id"] for p in planned}
+        runs.loc[~runs["run_id"].astype(str).isin(ids), "status"] = "unplanned"
     # A run whose rig was saturated measured the rig: shown with its cause, never averaged in.
     limited = [r for r, rec in records.items() if rig_limited_reason(rec)]
     runs.loc[runs["run_id"].isin(limited) & (runs["status"] == "complete"), "status"] = (
@@ -127,7 +140,7 @@ def load(root: str | Path) -> Results:
         root=root,
         name=name,
         spec=spec,
-        planned=tuple(_planned_runs(campaign)),
+        planned=planned,
         runs=runs,
         bundles=records,
         corrupt=corrupt,

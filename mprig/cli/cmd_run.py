@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"mprig: {campaign.name}: {count} runs, rig mode {mode} ({why})", file=sys.stderr)
     with _campaign_lock(results, args):
         write_campaign_json(results, args.file, campaign, plan, shard=(part, runs), held=held)
+        _say_unplanned(results, {r.run_id for r in plan}, args)
         if mode == "vm":
             code = _run_in_vm(args, results, vm_deadline(runs))
         else:
@@ -202,6 +203,24 @@ def run(args: argparse.Namespace) -> int:
     if not args.outer_lock:
         print_summary(results, runs)
     return code
+
+
+def _say_unplanned(results: Path, planned: set[str], args: argparse.Namespace) -> None:
+    """Name the bundles in RESULTS whose run the plan does not name (runs of an earlier spec
+    or plan): reports and archives leave them out (status unplanned), so say it up front."""
+    from mprig.run.bundle import RUN_JSON
+
+    if args.quiet or args.log_json or args.outer_lock:  # the outer `mprig run` says it
+        return
+    stale = sorted(
+        p.name for p in results.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and (p / RUN_JSON).is_file()
+        and p.name not in planned
+    )  # fmt: skip
+    if stale:
+        print(f"mprig: {results}: {len(stale)} run bundle(s) not in this campaign's plan (runs "
+              f"of another spec or plan, e.g. {stale[0]}): reports and archives leave them "
+              "out; move them out of this directory", file=sys.stderr)  # fmt: skip
 
 
 @contextlib.contextmanager
