@@ -243,10 +243,12 @@ PAPERS: dict[str, PaperPlan] = {
             "Receive buffer: the sweep sets net.ipv4.tcp_rmem's maximum; Linux counts skb "
             "overhead against it, so the advertised window is smaller than the buffer.",
             "Fig. 6(b) and 6(c): a rig cannot measure MPTCP at 1 Gbit/s (netem and capture "
-            "limit first), so rates are divided by 10 and the RTT multiplied by 10 (base "
-            "40 ms), which keeps the paper's buffer sizes meaningful; 6(b) has no verdict "
-            "rows (its figures are absolute 1 Gbit/s rates), 6(c) compares with and without "
-            "M1/M2, which upstream cannot switch. Each campaign file states its scaling.",
+            "limit first), so 6(c)'s rates are divided by 10 and its RTT multiplied by 10 "
+            "(base 40 ms), 6(b)'s by 100 (10 + 1 Mbit/s, base 400 ms: at a tenth its large "
+            "buffers put the emulated rig at its CPU limit), which keeps the paper's buffer "
+            "sizes meaningful; 6(b) has no verdict rows (its figures are absolute 1 Gbit/s "
+            "rates), 6(c) compares with and without M1/M2, which upstream cannot switch. "
+            "Each campaign file states its scaling.",
             "Fig. 7: the paper does not restate its 3G/Wi-Fi paths, so the campaign takes "
             "Fig. 4's; traffic tool blocks writes 8 KB blocks back to back with 200 KB "
             "receive and send buffers and records each block's delay (run.json summary, "
