@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "not every planned repetition ran (paper 000's full profile plans 30; "
                    "`make paper-shard ... SHARD=1/6` runs 5 of each cell); report.md and "
                    "environment.json say how many runs each campaign's cells hold")  # fmt: skip
-    p.add_argument("--results", type=Path, default=Path("results"), metavar="DIR")
+    p.add_argument("--results", type=Path, default=None, metavar="DIR")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where PAPER/ goes (default: reports/reproductions for the core and "
                    "full profiles, RESULTS/reproduce for quick)")  # fmt: skip
@@ -105,14 +105,15 @@ def main(args: argparse.Namespace) -> int:
             names = " ".join(f.name for f in files if f.is_file())
             print(f"{paper}  {plan.title}\n     {names or f'(no {args.profile} campaigns)'}")
         return 0 if args.list else 2
-    default = REPRODUCTIONS if args.profile in COMMITTED else args.results / "reproduce"
+    results = args.results or Path("results")
+    default = REPRODUCTIONS if args.profile in COMMITTED else results / "reproduce"
     out = args.out or default
     for paper in args.papers:
         if args.from_committed:
             report = reproduce_committed.rejudge(out / paper, args.results)
         else:
             report = reproduce(
-                paper, args.profile, args.results, out, args.run, args.partial, args.min_n
+                paper, args.profile, results, out, args.run, args.partial, args.min_n
             )
         print(report)
         print(reproduce_html.write(report.parent))

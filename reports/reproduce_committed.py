@@ -24,6 +24,7 @@ module only rebuilds the `Results` each campaign's checks read:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -141,14 +142,18 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
     return out
 
 
-def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
+def rejudge(root: Path, results_root: Path | None = None) -> Path:
     """ROOT/verdicts.json and report.md (and its figures) written again from ROOT's
     committed files (read once); environment.json gains the congestion controls when it
     lacked them, and names its paper "paper" where it said "seed" (read() upgrades it).
-    Returns ROOT/report.md."""
+    RESULTS_ROOT: where the reproduction read its runs (default: the directory its report.md
+    names, results/ or reports/archived-runs; results/ when it names none). Returns
+    ROOT/report.md."""
     from mprig import fsio
 
     committed = read(root)
+    if results_root is None:
+        results_root = _results_root(root / "report.md")
     paper = paper_of(committed)
     env = committed.environment
     cc = congestion_controls(root, env)
@@ -158,3 +163,13 @@ def rejudge(root: Path, results_root: Path = Path("results")) -> Path:
     if text != (root / "environment.json").read_text():
         fsio.write_text(root / "environment.json", text)
     return write_judgement(PAPERS[paper], found, cc, root)
+
+
+def _results_root(report: Path) -> Path:
+    """The directory a committed report.md says its runs came from ("N of N runs complete
+    (reports/archived-runs/004-fig4-full)."), or results/."""
+    with contextlib.suppress(OSError):
+        found = re.search(r"runs complete \((.+)/[^/()]+\)", report.read_text())
+        if found:
+            return Path(found.group(1))
+    return Path("results")

@@ -92,10 +92,11 @@ def test_verdict_from_the_confidence_interval(mbit: list[float], verdict: str) -
     assert judged(mbit).verdict == verdict
 
 
-def test_the_committed_core_reproduction_judges_it_contradicted() -> None:
-    """reports/reproductions/004 (core, n = 5): MPTCP at 400 KB well below both pipes."""
+def test_the_committed_full_reproduction_judges_it_contradicted() -> None:
+    """reports/reproductions/004 (full profile since 2026-11-29, core before; n = 5): MPTCP
+    at 400 KB well below both pipes."""
     verdicts = json.loads((COMMITTED / "verdicts.json").read_text())
     (row,) = [c for c in verdicts["checks"] if c["id"] == ROW]
-    assert row["campaign"] == "004-fig4-core"
+    assert row["campaign"] == "004-fig4-full"
     assert (row["verdict"], row["n"]) == ("contradicted", 5)
     assert row["high"] < row["window"][0]

@@ -55,5 +55,6 @@ def test_a_run_the_campaign_no_longer_plans_is_refused(tmp_path: Path) -> None:
     metrics = pd.read_parquet(root / "metrics.parquet")
     metrics.loc[0, "run_id"] = "mptcp-rmem_123-r9-00000000"
     metrics.to_parquet(root / "metrics.parquet")
-    with pytest.raises(UsageError, match=r"fig4-core.yaml: plans no run like mptcp-rmem_123-r9"):
+    # 004's committed reproduction is the full profile since 2026-11-29 (core before)
+    with pytest.raises(UsageError, match=r"fig4-full.yaml: plans no run like mptcp-rmem_123-r9"):
         reproduce_committed.rejudge(root)
