@@ -70,10 +70,24 @@ venv: $(VENV)/.installed
 # The results directory is the campaign's name (results/smoke for the default campaign).
 RESULTS = results/$(shell sed -n 's/^name: *//p' $(CAMPAIGN) | head -n 1)
 
+# `mprig collect RESULTS`, then the COMMANDS that use its tables ($(1), $(2); no commas).
+# collect exits 1 when it wrote every table but some runs' artifacts had problems (listed,
+# those metrics null, reports leave the runs out), above 1 when it could not collect: after
+# the first the COMMANDS run all the same (archive, report) and the recipe then fails with
+# 1; after the second they do not, and the recipe fails with collect's status.
+define collect_then
+	status=0; $(BIN)/mprig collect $(1) || status=$$?; \
+	if [ $$status -gt 1 ]; then exit $$status; fi; \
+	$(2); \
+	if [ $$status -ne 0 ]; then echo "make $@: mprig collect found artifact problems in $(1)" \
+		"(listed above; \`mprig collect $(1)\` lists them again): those metrics are null;" \
+		"the steps after it ran all the same; exit status 1" >&2; fi; \
+	exit $$status
+endef
+
 run: setup
 	$(BIN)/mprig run $(CAMPAIGN)
-	$(BIN)/mprig collect $(RESULTS)
-	$(BIN)/mprig report $(RESULTS)
+	$(call collect_then,$(RESULTS),$(BIN)/mprig report $(RESULTS))
 
 # `make test` is what CI runs (under 45 minutes on 2 cores); tests marked `long` (Ansible
 # converging site.yml inside the emulated VM, about 20 minutes; the ns-3 real-time engine,
@@ -139,6 +153,8 @@ reproduce: setup
 # starts no run expected to end later; the runs done are archived and the next call goes on.
 # REDO_RIG_LIMITED=1 runs the shard's archived rig-limited runs again (reports leave them
 # out) and the archive takes each clean rerun in place of the rig-limited record.
+# Then docs/papers.md's table of what is left. When collect finds artifact problems (exit 1,
+# collect_then), the shard is archived and the table rewritten all the same, and make fails.
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
 SHARD ?=
@@ -152,9 +168,9 @@ paper-shard: setup
 		$(if $(REDO_RIG_LIMITED),--redo-rig-limited) \
 		$$(test -d $(ARCHIVED)/$(CAMPAIGN_NAME) && echo --skip-archived $(ARCHIVED)/$(CAMPAIGN_NAME)) \
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
-	$(BIN)/mprig collect $(SHARD_RESULTS)/$(CAMPAIGN_NAME)
-	$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME)
-	$(BIN)/mprig reproduce --docs docs/papers.md  # its table of what is left
+	$(call collect_then,$(SHARD_RESULTS)/$(CAMPAIGN_NAME),\
+		$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME); \
+		$(BIN)/mprig reproduce --docs docs/papers.md)
 
 # A paper's full profile at n = MIN_N (default 5) per cell: `mprig backlog PAPER --run` runs
 # shard 1/N (N = repetitions // MIN_N, K of every cell) of each campaign short of MIN_N into

@@ -11,6 +11,8 @@ those out, so they are run again and `mprig archive` swaps the clean rerun in).
 Each campaign runs as `make paper-shard` does: `mprig run --shard 1/N --skip-archived
 --redo-rig-limited --stop-after`, `mprig collect`, `mprig archive`. A run cut short by the
 time left stops the whole backlog after archiving what completed; the next call goes on.
+Artifact problems (`mprig collect` exits 1: listed, those metrics null) do not keep a
+shard's finished runs from the archive; a collect that fails outright (above 1) does.
 """
 
 from __future__ import annotations
@@ -184,7 +186,9 @@ def run(
     say: Callable[[str], None] = print,
 ) -> int:
     """Run each short campaign's shard, collect it, archive it. 0 when every campaign ran
-    its shard whole, 3 when STOP_AFTER (seconds) ran out first, 1 when runs failed."""
+    its shard whole, 3 when STOP_AFTER (seconds) ran out first, 1 when runs failed or
+    collect found artifact problems (archived all the same), collect's status above 1 when
+    it could not collect (nothing archived, stopped)."""
     start, status = time.monotonic(), 0
     for need in found:
         if need.fewest >= min_n or not need.todo:
@@ -203,12 +207,16 @@ def run(
             args += ["--stop-after", f"{left:.0f}s"]
         say(f"mprig: {need.name}: shard {need.shard}, {len(need.todo)} runs to go")
         ran = call(args)
-        if call(["collect", str(results / need.name)]) != 0:
+        collected = call(["collect", str(results / need.name)])
+        if collected > 1:  # could not collect; 1 is artifact problems, every table written
             say(f"mprig: {need.name}: collect failed; nothing archived (see above)")
-            return 1
+            return collected
         if call(["archive", str(results / need.name), str(archive)]) != 0:
             return 1
+        if collected:
+            say(f"mprig: {need.name}: collect found artifact problems (listed above; those"
+                " metrics are null); archived all the same")  # fmt: skip
         if ran == STOPPED:
             return STOPPED
-        status = status or (1 if ran else 0)
+        status = status or (1 if ran or collected else 0)
     return status

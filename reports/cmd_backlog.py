@@ -27,7 +27,8 @@ Shard 1 of N = repetitions // K holds K repetitions of every cell (000's full pr
 30: shard 1/6 is 5 of each), so that shard is the backlog. A run the archive holds
 rig-limited, failed or not at all is run again.
 exit status: 0 every cell holds K runs (with --run: after running), 1 runs to go (with
---run: runs failed), 2 bad input, 3 --stop-after ran out with runs left
+--run: runs failed, or collect found artifact problems: archived all the same), 2 bad
+input, 3 --stop-after ran out with runs left
 """
 
 

@@ -125,7 +125,10 @@ def test_each_short_campaign_is_run_collected_and_archived(tmp_path: Path) -> No
     [
         ([3, 0], 0, 3, 3),  # stopped by --stop-after: archived, the next campaign waits
         ([1, 0], 0, 1, 6),  # runs failed: archived what completed, went on
-        ([0, 0], 1, 1, 2),  # collect failed: nothing archived, stopped
+        # artifact problems (their metrics null, the runs listed): archived, went on
+        ([0, 0], 1, 1, 6),
+        ([3, 0], 1, 3, 3),  # artifact problems, then the stop: archived, the next waits
+        ([0, 0], 2, 2, 2),  # could not collect: nothing archived, stopped with its status
     ],
 )
 def test_a_stop_a_failure_and_a_failed_collect(
@@ -136,6 +139,16 @@ def test_a_stop_a_failure_and_a_failed_collect(
     got = backlog.run(found, 5, None, tmp_path, tmp_path, calls, say=lambda _: None)
     assert (got, len(calls.seen)) == (expected, calls_made)
     assert all("--stop-after" not in c for c in calls.seen)
+
+
+def test_artifact_problems_are_archived_and_said(tmp_path: Path) -> None:
+    """`mprig collect` exits 1 when it wrote every table but some artifacts had problems
+    (7 damaged iperf3-server.json of 004 Fig. 6(b)): the shard is archived all the same."""
+    calls, said = Calls([0], collect_status=1), []
+    got = backlog.run([need(tmp_path, "a")], 5, None, tmp_path, tmp_path, calls, said.append)
+    assert (got, [c[0] for c in calls.seen]) == (1, ["run", "collect", "archive"])
+    assert said[-1] == ("mprig: a: collect found artifact problems (listed above; those"
+                        " metrics are null); archived all the same")  # fmt: skip
 
 
 def test_no_time_for_a_run_starts_none(tmp_path: Path) -> None:
