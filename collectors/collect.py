@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 6  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 7  # bump when a metric's definition changes: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"

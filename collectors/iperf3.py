@@ -14,6 +14,7 @@ server's own JSON has `sum_received.bytes == 0` when it was the sender.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,9 @@ class Iperf3Result:
     congestion: str | None  # sender_tcp_congestion or receiver_tcp_congestion
     tcp_info_scope: str  # "connection" (TCP) or "first_subflow" (MPTCP through mptcpize)
     intervals: pd.DataFrame  # INTERVAL_COLUMNS, one row per reporting interval (sums)
+    # what was left out to read the file, which held more than its JSON document (iperf3
+    # stopped while or after writing writes another); None: one whole document
+    note: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -60,8 +64,9 @@ class Iperf3Result:
 
 
 def parse_iperf3(text: str, *, mptcp: bool = False) -> Iperf3Result:
-    """Parse one iperf3 --json document. `mptcp`: iperf3 ran under mptcpize."""
-    doc = _load(text)
+    """Parse iperf3 --json output: its one document, or the first whole one of several
+    (`note` says which). `mptcp`: iperf3 ran under mptcpize."""
+    doc, note = _load(text)
     start, end = doc.get("start") or {}, doc.get("end") or {}
     test = start.get("test_start") or {}
     sent, received = end.get("sum_sent") or end.get("sum") or {}, end.get("sum_received") or {}
@@ -84,19 +89,61 @@ def parse_iperf3(text: str, *, mptcp: bool = False) -> Iperf3Result:
         congestion=end.get("sender_tcp_congestion") or end.get("receiver_tcp_congestion"),
         tcp_info_scope="first_subflow" if mptcp else "connection",
         intervals=_intervals(doc.get("intervals") or []),
+        note=note,
     )
 
 
-def _load(text: str) -> dict[str, Any]:
+def _load(text: str) -> tuple[dict[str, Any], str | None]:
+    """The document and, when the text holds more than it, what was left out."""
     if not text.strip():
-        raise ParseError(None, "empty iperf3 output (iperf3 did not run or was killed)")
+        why = "iperf3 did not run, or was stopped before it wrote its JSON"
+        raise ParseError(None, f"empty iperf3 output ({why})")
     try:
-        doc = json.loads(text)
+        return _checked(json.loads(text)), None
     except json.JSONDecodeError as e:
-        raise ParseError(e.lineno, f"not iperf3 JSON: {e.msg} (column {e.colno})") from None
+        if (found := _first_whole(text)) is None:
+            raise ParseError(e.lineno, f"not iperf3 JSON: {e.msg} (column {e.colno})") from None
+    doc, start, end = found
+    return _checked(doc), _left_out(text, start, end)
+
+
+def _checked(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict) or not {"start", "intervals", "end"} & doc.keys():
         raise ParseError(None, "JSON without iperf3's start/intervals/end keys")
     return doc
+
+
+# iperf3 starts its document with "start", an object (inner objects have a number there);
+# a TERM while iperf3 writes cuts the document off, even mid-line, where the interrupt one
+# begins
+DOCUMENT_START = re.compile(r'\{\s*"start"\s*:\s*\{')
+
+
+def _first_whole(text: str) -> tuple[Any, int, int] | None:
+    """The first iperf3 document in text that reads whole, and its span."""
+    decoder = json.JSONDecoder()
+    for m in DOCUMENT_START.finditer(text):
+        try:
+            doc, end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        return doc, m.start(), end
+    return None
+
+
+def _left_out(text: str, start: int, end: int) -> str:
+    """What reading the document at text[start:end] leaves out, as line ranges."""
+
+    def line(i: int) -> int:
+        return text.count("\n", 0, i) + 1
+
+    spans = [f"1-{line(start - 1)}"] if text[:start].strip() else []
+    if rest := text[end:].strip():
+        spans.append(f"{line(text.index(rest, end))}-{line(len(text.rstrip()))}")
+    return (
+        f"read the whole JSON document at lines {line(start)}-{line(end)}; left out lines"
+        f" {' and '.join(spans)} (iperf3 writes more when it is stopped while or after writing)"
+    )
 
 
 def _float(value: object) -> float | None:

@@ -149,7 +149,8 @@ def _iperf3_summary(r: iperf3.Iperf3Result) -> dict[str, Any]:
     return {"error": r.error, "sender": r.sender, "sent_bytes": r.sent_bytes,
             "sent_bps": r.sent_bps, "received_bytes": r.received_bytes,
             "received_bps": r.received_bps, "retransmits": r.retransmits,
-            "tcp_info_scope": r.tcp_info_scope, "congestion": r.congestion}  # fmt: skip
+            "tcp_info_scope": r.tcp_info_scope, "congestion": r.congestion,
+            "note": r.note}  # fmt: skip
 
 
 def _iperf3_series(r: iperf3.Iperf3Result) -> pd.DataFrame:

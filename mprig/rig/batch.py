@@ -35,12 +35,21 @@ PRELUDE = 'export LC_ALL=C\nE="${TMPDIR:-/tmp}/mprig-batch.$$.err"\ntrap \'rm -f
 # until its leader is gone (or a zombie), then KILLs whatever is left. Bash builtins only
 # while waiting (`read -t` on a pipe nobody writes to is the sleep): under VM emulation a
 # `sleep` per poll costs 0.1-0.3 s.
-STOP_SCRIPT = (
+STOP_FUNCTIONS = (
     'alive() { for p in "$@"; do s=; read -r s < "/proc/$p/stat" 2>/dev/null; s=${s##*) }; '
     '[ -n "$s" ] && [ "${s%% *}" != Z ] && return 0; done; return 1; }; '
-    'sig=$1; shift; for p in "$@"; do kill -s "$sig" -- "-$p" 2>/dev/null; done; '
-    'exec 3<> <(:); i=0; while alive "$@" && [ $i -lt 250 ]; do read -t 0.02 -u 3; '
-    'i=$((i+1)); done; for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; exit 0'
+    'stop() { local sig=$1 i=0; shift; for p in "$@"; do kill -s "$sig" -- "-$p" 2>/dev/null; '
+    'done; while alive "$@" && [ $i -lt 250 ]; do read -t 0.02 -u 3; i=$((i+1)); done; '
+    'for p in "$@"; do kill -s KILL -- "-$p" 2>/dev/null; done; }; exec 3<> <(:); '
+)
+STOP_SCRIPT = STOP_FUNCTIONS + 'stop "$@"; exit 0'
+# `finish MICROSECONDS PID...`: commands that end by themselves get until the deadline (by
+# the clock, $EPOCHREALTIME without its decimal point) before they are stopped as above;
+# exit 1 says they had to be.
+FINISH_SCRIPT = STOP_FUNCTIONS + (
+    "now() { t=${EPOCHREALTIME//[!0-9]/}; }; now; end=$((t + $1)); shift; "
+    'while alive "$@"; do now; [ "$t" -ge "$end" ] && { stop TERM "$@"; exit 1; }; '
+    "read -t 0.02 -u 3; done; exit 0"
 )
 
 
@@ -180,3 +189,11 @@ def run_batch(hosts: dict[str, Host], batch: Batch) -> dict[str, list[Done]]:
 def stop_argv(pids: Sequence[int], sig: str = "TERM") -> list[str]:
     """Signal process groups, wait up to 5 s for them to exit, then KILL what is left."""
     return ["bash", "-c", STOP_SCRIPT, "mprig-stop", sig, *map(str, pids)]
+
+
+def finish_argv(pids: Sequence[int], wait_s: float) -> list[str]:
+    """Wait up to wait_s for commands that end by themselves (a one-off server), then stop
+    those left as stop_argv does (TERM); exit 1 when any had to be stopped. The bound goes
+    to bash as whole microseconds, an argument, never script text."""
+    us = str(max(0, round(wait_s * 1e6)))
+    return ["bash", "-c", FINISH_SCRIPT, "mprig-finish", us, *map(str, pids)]

@@ -8,6 +8,7 @@ from functools import partial
 
 from mprig.campaign import wifi
 from mprig.campaign.plan import Run
+from mprig.campaign.spec import Path
 from mprig.errors import UsageError
 from mprig.rig import addr6, layout
 from mprig.rig.host import PathLink, Rig
@@ -20,6 +21,11 @@ from mprig.stack import knobs, userpm
 
 SERVER_ADDR_PLACEHOLDER = "SERVER_ADDR"  # shown by `plan --commands` when no rig is up
 Command = tuple[str, list[str]]  # (host, argv)
+# Traffic servers that serve one client and exit (iperf3 -s -1; the bulk, blocks and cbr ends
+# accept once); the requests server answers until it is stopped.
+ONE_OFF_SERVERS = frozenset({"iperf3", "bulk", "blocks", "cbr"})
+SERVER_WAIT_RTTS = 4  # the stop stage's wait for a one-off server, in round trips
+SERVER_WAIT_S = (2.0, 30.0)  # ... and its least and most, seconds
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class RunCommands:
     background: list[tuple[str, list[str], str]] = field(default_factory=list)
     # timed agents started beside the traffic client, (host, argv, log name): mprig/run/timeline.py
     timed: list[tuple[str, list[str], str]] = field(default_factory=list)
+    # a server that ends by itself once its client is done: the seconds the stop stage gives
+    # it to do so before it is signalled (server_wait_s); None: it runs until stopped
+    server_wait_s: float | None = None
 
 
 def remote_root(rig: str) -> str:
@@ -105,7 +114,38 @@ def build(
     teardown += bottleneck_teardown(run.bottleneck, links)
     teardown += timeline.restore_steps(run.timeline, links)
     timed = timeline.agents(run, links, radio_paths)
-    return RunCommands(setup, server, client, teardown, background, timed)
+    wait_s = server_wait_s(run)
+    return RunCommands(setup, server, client, teardown, background, timed, wait_s)
+
+
+def server_wait_s(run: Run) -> float | None:
+    """How long the stop stage waits for a one-off traffic server to end by itself before it
+    signals it: a few round trips of the run's longest path (iperf3's server writes its JSON
+    after an end-of-test exchange with the client, one document more when a TERM cuts in),
+    SERVER_WAIT_S at least and at most. None for a server that runs until stopped."""
+    if run.traffic.tool not in ONE_OFF_SERVERS:
+        return None
+    rtt_s = max((_round_trip_ms(run, p) for p in run.paths), default=0.0) / 1000
+    least, most = SERVER_WAIT_S
+    return min(most, max(least, SERVER_WAIT_RTTS * rtt_s))
+
+
+def _round_trip_ms(run: Run, path: Path) -> float:
+    """A path's largest configured round trip: each direction's delay (or a larger one the
+    timeline sets) and jitter, a shared bottleneck's delay both ways."""
+    b = run.bottleneck
+    shared = 2 * b.delay_ms if b is not None and path.name in b.paths else 0.0
+    return shared + sum(_one_way_ms(run, path, d) for d in ("down", "up"))
+
+
+def _one_way_ms(run: Run, path: Path, direction: str) -> float:
+    spec = getattr(path, direction)
+    delays = [spec.delay_ms] + [
+        e.delay_ms
+        for e in run.timeline
+        if e.path == path.name and e.direction in (direction, "both") and e.delay_ms is not None
+    ]
+    return float(max(delays) + spec.jitter_ms)
 
 
 def _traffic(

@@ -43,6 +43,7 @@ PORTS = {"iperf3": traffic.IPERF3_PORT, "bulk": traffic.BULK_PORT, "blocks": tra
 
 
 PORTS |= apps.PORTS
+SERVER_LOG = "traffic-server.log"  # the traffic server's output; its stem names its pid
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
@@ -163,7 +164,7 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
         waits.append((host, ready))  # a cold Python under busy emulation took over 10 s
     if cmds.server is not None:
         host, argv = cmds.server
-        b.add(host, Cmd(argv, log=f"{a.remote(host)}/traffic-server.log"))
+        b.add(host, Cmd(argv, log=f"{a.remote(host)}/{SERVER_LOG}"))
         port = PORTS[a.run.traffic.tool]
         waits.append((host, wait_cmd('listening "$1"', str(port))))
     return waits
@@ -197,12 +198,19 @@ def _last_line(text: str) -> str:
 
 
 def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
-    """Stop the background commands (TERM: tcpdump writes its summary), take the after
-    snapshots, remove the qdiscs. Remote files go at the next run's setup or the
+    """Stop the background commands (TERM: tcpdump writes its summary) but a traffic server
+    that ends by itself: it gets cmds.server_wait_s to finish its exchange with the client
+    (run.json `commands`: its `mprig-finish` exits 1 when it had to be signalled). Then the
+    after snapshots, the qdiscs removed. Remote files go at the next run's setup or the
     campaign's end."""
     b = Batch()
-    for host, pids in a.background.items():
-        b.add(host, Cmd(batch.stop_argv(list(pids.values())), timeout=15))
+    one_off = _one_off_server(a, cmds)
+    for host, pids in a.background.items():  # TERMed as soon as the client is done
+        if others := [p for p in pids.values() if one_off is None or one_off[:2] != (host, p)]:
+            b.add(host, Cmd(batch.stop_argv(others), timeout=15))
+    if one_off is not None:  # then the server has its time to end by itself
+        host, pid, wait_s = one_off
+        b.add(host, Cmd(batch.finish_argv([pid], wait_s), timeout=wait_s + 15, check=False))
     a.background.clear()
     for host in ("client", "server"):
         b.add(host, Cmd(capture.nstat_argv()))
@@ -215,6 +223,16 @@ def stop_stage(a: Attempt, cmds: commands.RunCommands) -> None:
         a.save(f"nstat-{host}-after.txt", a.output(host, capture.nstat_argv()))
     for router in a.routers:
         a.save(f"tc-{router}-after.txt", a.output(router, impair.snapshot_argv()))
+
+
+def _one_off_server(a: Attempt, cmds: commands.RunCommands) -> tuple[str, int, float] | None:
+    """(host, pid, seconds to wait) of a traffic server that ends by itself once its client
+    is done; None for one that runs until stopped."""
+    if cmds.server is None or cmds.server_wait_s is None:
+        return None
+    host = cmds.server[0]
+    pid = a.background.get(host, {}).get(Path(SERVER_LOG).stem)
+    return None if pid is None else (host, pid, cmds.server_wait_s)
 
 
 def teardown(a: Attempt, cmds: commands.RunCommands | None) -> None:

@@ -78,7 +78,7 @@ def test_interrupted_run_is_not_complete_but_keeps_intervals() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "empty iperf3 output (iperf3 did not run or was killed)"),
+        ("", "empty iperf3 output (iperf3 did not run, or was stopped before it wrote its JSON)"),
         ('{"start": {', "1: not iperf3 JSON: Expecting property name enclosed in double quotes "
          "(column 12)"),
         ("[1, 2]", "JSON without iperf3's start/intervals/end keys"),
@@ -98,3 +98,50 @@ def test_stock_debian_kernel_61_under_mptcpize() -> None:
         2355800, 6233344.942468632, 0, 0.0, 5, "cubic", "first_subflow", True,
     )  # fmt: skip
     assert summary("vm61_download_client.json")[10:12] == (1965956, 5240360.60938548)
+
+
+# iperf3 3.12's server JSON of two 60 s downloads at 400 ms RTT in the campaign VM
+# (004-fig6b-full), TERMed by the stop stage during its end-of-test exchange: iperf3 then
+# writes a second, whole document with "interrupt - the server has terminated".
+STOPPED = "(iperf3 writes more when it is stopped while or after writing)"
+
+
+def test_a_server_stopped_after_writing_keeps_its_first_document() -> None:
+    r = parse_iperf3(read("stopped_after_writing_server.json"))
+    assert (r.role, r.error, r.sender, r.sent_bytes, r.retransmits, r.complete, r.note) == (
+        "server", None, True, 72351744, 372, True,
+        f"read the whole JSON document at lines 1-1741; left out lines 1742-3483 {STOPPED}",
+    )  # fmt: skip
+
+
+def test_a_server_stopped_while_writing_keeps_its_interrupt_document() -> None:
+    # the first document is cut off at 36864 bytes (line 1669), where the interrupt one starts
+    r = parse_iperf3(read("stopped_while_writing_server.json"))
+    assert (r.role, r.error, r.sent_bytes, r.sent_bps, r.complete, r.note) == (
+        "server", "interrupt - the server has terminated", 71565312, 9475435.291013194, False,
+        f"read the whole JSON document at lines 1669-3410; left out lines 1-1668 {STOPPED}",
+    )  # fmt: skip
+
+
+def test_one_whole_document_has_no_note() -> None:
+    assert parse_iperf3(read("download_server.json") + "\n\n").note is None
+
+
+def test_text_after_a_document_is_left_out_and_said() -> None:
+    text = read("download_client.json").rstrip() + "\nTerminated\n"
+    r = parse_iperf3(text)
+    lines = text.count("\n")
+    assert (r.received_bytes, r.note) == (
+        467644,
+        f"read the whole JSON document at lines 1-{lines - 1}; left out lines {lines}-{lines}"
+        f" {STOPPED}",
+    )  # fmt: skip
+
+
+def test_a_server_stopped_mid_line_keeps_its_interrupt_document() -> None:
+    # cut off inside a key at 36864 bytes, the interrupt document going on on the same line
+    r = parse_iperf3(read("stopped_mid_line_server.json"))
+    assert (r.error, r.sent_bytes, r.retransmits, r.note) == (
+        "interrupt - the server has terminated", 7596208, 0,
+        f"read the whole JSON document at lines 1719-3460; left out lines 1-1719 {STOPPED}",
+    )  # fmt: skip
