@@ -7,7 +7,9 @@ read-write. Inside the VM:
 - PATH starts with the venv's bin directory, then the usual sbin/bin directories;
 - the current directory is the host's current directory (read-only unless an rwdir);
 - /tmp and /run are the VM's own, writable; HOME is /tmp;
-- the hostname is `mprig-vm`, and MPRIG_IN_VM=1 is set (so `mprig run` stays native there).
+- the hostname is `mprig-vm`, and MPRIG_IN_VM=1 is set (so `mprig run` stays native there);
+- MPRIG_BPF_CACHE names a host directory mounted read-write (bpf_cache), where the guest
+  keeps the BPF congestion controls it builds from one boot to the next.
 
 vng does not reliably propagate the exit status of the command it runs, so the guest
 writes the status into a file in a shared directory and `run_in_vm` returns that.
@@ -139,10 +141,28 @@ UNLOCK_ROOT = (
 )
 
 
-def _guest_script(argv: Sequence[str], status_file: Path, share: Path) -> str:
+def bpf_cache() -> Path | None:
+    """The host directory the guest builds mprig's BPF congestion controls into, mounted
+    read-write (MPRIG_BPF_CACHE, else <MPRIG_CACHE>/bpf; None when it cannot be made). The
+    guest's own /tmp is gone after each boot, and under emulation each build costs about
+    half a minute of clang: with the objects kept here (per kernel release, rebuilt only when
+    stale, mprig.stack.bpfcc) only the first VM campaign on a machine builds them."""
+    path = Path(os.environ.get("MPRIG_BPF_CACHE") or kvm.cache_dir() / "bpf")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
+
+
+def _guest_script(
+    argv: Sequence[str], status_file: Path, share: Path, bpf: Path | None = None
+) -> str:
     """Shell script the guest runs: readiness line, heartbeats, environment, the command,
     then its exit status."""
     env = {IN_VM_ENV: "1", "PATH": _guest_path(), "HOME": "/tmp"}
+    if bpf is not None:
+        env["MPRIG_BPF_CACHE"] = str(bpf)
     beat = shlex.quote(str(share / vmboot.HEARTBEAT_FILE))
     marker = vmboot.READY_MARKER.decode()
     lines = ["#!/bin/sh", f"echo {marker}", f"echo {marker} >&2"]  # each pipe's own
@@ -236,10 +256,12 @@ def run_in_vm(
     tell = say or _say
     memory = memory or vm_memory()
     share = new_share()
+    bpf = bpf_cache()
     try:
         status = share / "status"
-        (share / "run.sh").write_text(_guest_script(argv, status, share))
+        (share / "run.sh").write_text(_guest_script(argv, status, share, bpf))
         exec_cmd = f"sh {share / 'run.sh'}"
+        rwdirs = [*rwdirs, *([bpf] if bpf is not None and bpf not in rwdirs else [])]
         with boot_lock():
             rc = _boot(share, rwdirs, exec_cmd, (memory, cpus), timeout, console, on_start, tell)
         if not status.exists():

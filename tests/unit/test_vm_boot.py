@@ -29,6 +29,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(kvm, "KVM_DEVICE", device)
     monkeypatch.setenv("MPRIG_VNG", str(FAKE_VNG))
     monkeypatch.setenv("MPRIG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MPRIG_BPF_CACHE", raising=False)
     monkeypatch.setenv("FAKE_VNG_LOG", str(tmp_path / "boots.log"))
     monkeypatch.setenv("MPRIG_VM_KVM_BOOT_TIMEOUT", "2")
     monkeypatch.delenv(kvm.KVM_ENV, raising=False)
@@ -211,3 +212,32 @@ def test_the_vm_deadline_grows_with_the_plan() -> None:
     full = plan.expand(spec.load_campaign("experiments/papers/000-table1-full.yaml"))
     planned = sum(r.traffic.duration_s for r in full)
     assert vm_deadline(full) > 2 * planned > 3600
+
+
+def test_the_guest_keeps_its_bpf_builds_in_a_host_directory_between_boots(
+    fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under emulation a build costs about half a minute of clang; the guest's /tmp is new at
+    # every boot, so the objects live on the host, mounted read-write at the same path
+    monkeypatch.setenv("FAKE_VNG_ARGV", str(fake / "argv.jsonl"))
+    seen = fake / "seen"
+    for _ in range(2):
+        assert run(["sh", "-c", f'echo "$MPRIG_BPF_CACHE" >> {seen}']) == 0
+    cache = str(fake / "cache" / "bpf")
+    assert seen.read_text().split() == [cache, cache]
+    for line in (fake / "argv.jsonl").read_text().splitlines():
+        argv = json.loads(line)
+        assert argv[argv.index(cache) - 1] == "--rwdir"
+
+
+def test_without_a_writable_bpf_cache_the_guest_builds_in_its_own_tmp(
+    fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (fake / "file").write_text("")
+    monkeypatch.setenv("MPRIG_BPF_CACHE", str(fake / "file" / "bpf"))  # cannot be made
+    monkeypatch.setenv("FAKE_VNG_ARGV", str(fake / "argv.jsonl"))
+    assert vm.bpf_cache() is None
+    assert run(["true"]) == 0
+    assert str(fake / "file" / "bpf") not in (fake / "argv.jsonl").read_text()
+    script = vm._guest_script(["true"], fake / "status", fake, vm.bpf_cache())
+    assert "MPRIG_BPF_CACHE" not in script
