@@ -38,7 +38,7 @@ from collectors.collect import Options, collect_campaign
 from mprig.rig import layout
 from mprig.run import latency
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow]
 
 CAMPAIGN = """\
 name: aqm

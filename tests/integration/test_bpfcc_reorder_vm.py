@@ -26,7 +26,7 @@ from vmcampaign import campaign_in_vm
 
 from collectors.ss import data_subflows, parse_ss
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow]
 
 REORDER_PCT = 25
 SACK = "{net.ipv4.tcp_sack: 1}"

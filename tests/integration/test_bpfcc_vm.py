@@ -14,7 +14,7 @@ from vmcampaign import campaign_in_vm
 
 from mprig.rig import vmprobe
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow]
 
 CAMPAIGN = """\
 name: bpf

@@ -30,7 +30,7 @@ from collectors.collect import Options, collect_campaign
 
 # `make test-long`: test_cross_traffic_native.py checks the same behaviour in `make test`
 # (tbf for netem); this one adds Debian's kernel (IFB, mirred, netem) for 3.3 min
-pytestmark = [pytest.mark.vm, pytest.mark.long]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.long]
 
 CAMPAIGN = """\
 name: cross

@@ -1,7 +1,7 @@
 """The papers' quick profiles on the virtual rig, through the real runner and collectors
 (issue 6, part 5): seed 000 Table I (MPTCP's gain over TCP on the best path by delay
-difference) and seed 004 Fig. 4 (MPTCP throughput by receive buffer). One VM boot for the
-module (software emulation here: about 4 minutes in all)."""
+difference) and seed 004 Fig. 4 (MPTCP throughput by receive buffer), in the shared VM
+(sharedvm.py)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ import math
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from sharedvm import SHARED
 
-from mprig.rig import vmsession
 from reports import paperplans, reproduce
 from reports.results import Results, load
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 RIG = "h8papers"
@@ -49,15 +48,13 @@ def _mprig(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def results() -> Iterator[dict[str, Results]]:
-    # /var/tmp: the VM has its own /tmp, so the shared results directory lives elsewhere.
-    out = Path(tempfile.mkdtemp(prefix="h8-papers-", dir="/var/tmp"))
+    out = SHARED.workdir("h8-papers-")
     try:
-        with vmsession.VmSession(rwdirs=[out]) as session:
-            for name in CAMPAIGNS:
-                argv = _mprig("run", str(campaign_file(name, out)))
-                argv += ["--no-vm", "--quiet", "--rig", RIG, "--results", str(out)]
-                done = session.run(argv, timeout=1200)
-                assert done.returncode in (0, 1), done.stderr[-2000:]
+        for name in CAMPAIGNS:
+            argv = _mprig("run", str(campaign_file(name, out)))
+            argv += ["--no-vm", "--quiet", "--rig", RIG, "--results", str(out)]
+            done = SHARED.get().run(argv, timeout=1200)
+            assert done.returncode in (0, 1), done.stderr[-2000:]
         loaded = {}
         for name in CAMPAIGNS:
             collect = subprocess.run(_mprig("collect", "--quiet", str(out / name)), check=False)

@@ -31,7 +31,7 @@ from mprig.stack import rbpm_policy, rbpm_ss
 # p4-idle claim once (it passed alone an hour earlier; 5 of 6 passed on 2026-11-26, the
 # sixth being the old gain claim, now replaced). The controller's own logic stays in make
 # test (test_rbpm.py, native).
-pytestmark = [pytest.mark.vm, pytest.mark.slow, pytest.mark.long]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow, pytest.mark.long]
 
 CAMPAIGN = """\
 name: rbpm

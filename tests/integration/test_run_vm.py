@@ -11,17 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sharedvm import SHARED
 
 from mprig.rig import vmsession
 from mprig.run import bundle
 
-pytestmark = [pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow]
 
 CAMPAIGN = """\
 name: {name}
@@ -45,10 +47,10 @@ Session = tuple[vmsession.VmSession, Path]
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    shared = tmp_path_factory.mktemp("h3run")
-    with vmsession.VmSession(rwdirs=[shared]) as s:
-        yield s, shared
+def session() -> Iterator[Session]:
+    shared = SHARED.workdir("h3run-")
+    yield SHARED.get(), shared
+    shutil.rmtree(shared, ignore_errors=True)
 
 
 def in_vm(s: Session, *argv: str, timeout: float = 300) -> vmsession.VmResult:

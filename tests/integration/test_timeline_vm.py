@@ -32,7 +32,7 @@ from collectors.collect import Options, collect_campaign
 
 # `make test-long`: test_timeline_native.py checks the same behaviour in `make test` (tbf
 # for netem); this one adds Debian's netem and the channel model's walk (2.3 min, one boot)
-pytestmark = [pytest.mark.vm, pytest.mark.long]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.long]
 
 TRACE = Path(__file__).parents[2] / "experiments" / "traces" / "alt-4-12.trace"
 CAMPAIGN = f"""\

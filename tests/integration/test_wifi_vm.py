@@ -19,7 +19,7 @@ from collectors.analyze import analyze_pcap
 
 # About 20 minutes under software emulation (site.yml converging inside the VM): long work,
 # run by `make test-long`, not by `make test` (CI's budget).
-pytestmark = [pytest.mark.vm, pytest.mark.slow, pytest.mark.long]
+pytestmark = [pytest.mark.vm, pytest.mark.shared_vm, pytest.mark.slow, pytest.mark.long]
 
 CAMPAIGN = """\
 name: wifi

@@ -1,29 +1,28 @@
-"""Run a campaign with `mprig run` inside one VM, for the VM test modules' fixtures."""
+"""Run a campaign with `mprig run` inside the shared VM (sharedvm.py), for the VM test
+modules' fixtures; such a module is marked `shared_vm`."""
 
 from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mprig.rig import vmsession
+from sharedvm import SHARED
 
 
 @contextmanager
 def campaign_in_vm(text: str, name: str, *, rig: str, timeout: float) -> Iterator[Path]:
-    """Write the campaign YAML `text` (campaign `name`), run it inside one VM on rig `rig`,
+    """Write the campaign YAML `text` (campaign `name`), run it inside the shared VM on rig `rig`,
     and yield its results directory; everything is removed afterwards."""
-    out = Path(tempfile.mkdtemp(prefix=f"{rig}-", dir="/var/tmp"))  # the VM has its own /tmp
+    out = SHARED.workdir(f"{rig}-")
     try:
         spec = out / f"{name}.yaml"
         spec.write_text(text)
         argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
         argv += ["--rig", rig, "--results", str(out)]
-        with vmsession.VmSession(rwdirs=[out]) as session:
-            done = session.run(argv, timeout=timeout)
+        done = SHARED.get().run(argv, timeout=timeout)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         yield out / name
     finally:
