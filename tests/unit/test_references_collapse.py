@@ -69,10 +69,12 @@ def alike(run: ps.Run, rng: np.random.Generator) -> dict[str, float]:
 
 @cache
 def alike_checks(campaign: str) -> tuple[refs.Check, ...]:
-    root = Path(tempfile.mkdtemp(prefix=f"alike-{campaign}-")) / campaign
-    res = results.load(ps.write(root, campaign, alike, repetitions=5))
-    ids = [i for i in refspec.select(tuple(res.spec["references"]), shipped()) if i in shipped()]
-    return tuple(refs.check(res, shipped(), ids))
+    with tempfile.TemporaryDirectory(prefix=f"alike-{campaign}-") as tmp:  # judged, then gone
+        res = results.load(ps.write(Path(tmp) / campaign, campaign, alike, repetitions=5))
+        ids = [
+            i for i in refspec.select(tuple(res.spec["references"]), shipped()) if i in shipped()
+        ]
+        return tuple(refs.check(res, shipped(), ids))
 
 
 @pytest.mark.parametrize("campaign", CAMPAIGN_FILES)
