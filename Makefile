@@ -97,7 +97,7 @@ run: setup
 	$(BIN)/mprig run $(CAMPAIGN)
 	$(call collect_then,$(RESULTS),$(BIN)/mprig report $(RESULTS))
 
-# `make test` is what CI runs (under 45 minutes on 2 cores); tests marked `long` (Ansible
+# `make test` is what CI runs (budget 45 minutes on 2 cores; 62 measured); tests marked `long` (Ansible
 # converging site.yml inside the emulated VM, about 20 minutes; the ns-3 real-time engine,
 # which needs libns3-dev) run with `make test-long`.
 test: setup
