@@ -1,6 +1,6 @@
 """Shell helpers for native tests that build their own namespaces: run a command, run it
 in a namespace, and join two namespaces by a veth pair ready for captures (addresses up,
-TSO/GSO/GRO off)."""
+TSO/GSO/GRO off), and wait until a server listens."""
 
 from __future__ import annotations
 
@@ -65,3 +65,19 @@ def policy_route(host: str, i: int, dev: str, addr: str, net: str, endpoint: boo
     sh("ip", "-n", host, "route", "add", net, "dev", dev, "table", str(100 + i))
     if endpoint:
         ns(host, "ip", "mptcp", "endpoint", "add", addr, "dev", dev, "id", str(i), "subflow")
+
+
+def wait_listening(name: str, port: int | str, server: subprocess.Popen | None = None,
+                   limit: float = 30.0) -> None:  # fmt: skip
+    """Until a TCP socket of namespace `name` listens on `port` (MPTCP listeners included).
+    A fixed sleep after starting a server was too short on a loaded CI machine: the client
+    met no listener, or an unready one. Fails naming the port, and the server's status when
+    it has already exited."""
+    from mprig.run.run_attempt import wait_cmd
+
+    cmd = wait_cmd('listening "$1"', str(port), limit=limit)
+    res = subprocess.run(["ip", "netns", "exec", name, *cmd.argv], capture_output=True,
+                         check=False, timeout=cmd.timeout)  # fmt: skip
+    if res.returncode != 0:
+        status = "" if server is None else f"; the server's status: {server.poll()}"
+        raise AssertionError(f"{name}: nothing listens on port {port} after {limit:.0f} s{status}")

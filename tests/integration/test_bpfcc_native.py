@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from nslink import mptcp_hosts, ns, sh, veth_pair
+from nslink import mptcp_hosts, ns, sh, veth_pair, wait_listening
 
 from collectors.ss import data_subflows, parse_ss
 from mprig.stack import bpfcc, cc_allowed
@@ -70,7 +70,7 @@ def transfer(cc: str, seconds: int, mptcp: bool, probe: Callable[[], None] = lam
     server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = server
     try:
-        time.sleep(0.5)
+        wait_listening(SERVER, port, server)
         iperf = ["ip", "netns", "exec", CLIENT, *wrap, "iperf3", "-c", PATHS[0][1], "-p", port]
         client = subprocess.Popen([*iperf, "-t", str(seconds)], stdout=subprocess.DEVNULL)
         samples = []
@@ -229,7 +229,7 @@ def mptcp_share(cc: str, seconds: int) -> float:
             wrap = ["mptcpize", "run"] if kind == "mptcp" else []
             argv = ["ip", "netns", "exec", s, *wrap, "iperf3", "-s", "-1", "-p", port]
             procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
-        time.sleep(0.5)
+            wait_listening(s, port, procs[-1])
         for kind, port in ports.items():  # a socket takes the default cc when it is made
             algorithm = cc if kind == "mptcp" else "reno"
             ns(c, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={algorithm}")
@@ -237,12 +237,16 @@ def mptcp_share(cc: str, seconds: int) -> float:
             argv = ["ip", "netns", "exec", c, *wrap, "iperf3", "-c", BN_SERVER, "-p", port, "-J"]
             procs.append(subprocess.Popen([*argv, "-t", str(seconds)], stdout=subprocess.PIPE))
             if kind == "mptcp":
-                deadline = time.monotonic() + 5
+                deadline = time.monotonic() + 20
                 want = 2 * BN_SUBFLOWS  # iperf3's control and data connections
                 while _established_subflows(c, port) < want and time.monotonic() < deadline:
                     time.sleep(0.05)
                 up = _established_subflows(c, port)
-                assert up == want, f"{cc}: {up} of {want} subflows (control, data) came up in 5 s"
+                if up != want:
+                    procs[-1].kill()
+                    said = procs[-1].communicate()[0].decode(errors="replace")[-2000:]
+                    pytest.fail(f"{cc}: {up} of {want} subflows (control, data) came up in "
+                                f"20 s; the MPTCP client said: {said!r}")  # fmt: skip
         rates = {}
         for kind, proc in zip(ports, procs[2:], strict=True):
             out, _ = proc.communicate(timeout=seconds + 30)

@@ -15,13 +15,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nslink import mptcp_hosts, ns, policy_route, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair, wait_listening
 
 from mprig.run import capture, rbpm_run
 from mprig.stack import rbpm_policy, rbpm_ss
@@ -75,8 +74,8 @@ def download(tmp: Path, controlled: bool) -> tuple[float, list[dict[str, Any]]]:
     if controlled:
         args = ["--port", str(port), "--log", str(log), "--sender-ss", str(ss_txt)]
         ctl = subprocess.Popen([*ex, CLIENT, sys.executable, "-I", "-c", rbpm_run.source(), *args])
-    time.sleep(0.5)
     try:
+        wait_listening(SERVER, port, srv)
         cli = [*ex, CLIENT, "mptcpize", "run", "iperf3", "-c", SERVER_ADDR, "-B", SLOW]
         cli += ["-p", str(port), "-J", "-t", str(SECONDS), "-R"]
         out_json = subprocess.run(cli, capture_output=True, text=True, timeout=90).stdout

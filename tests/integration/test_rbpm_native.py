@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nslink import mptcp_hosts, ns, policy_route, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair, wait_listening
 
 from mprig.run import rbpm_run
 from mprig.stack import rbpm_policy, rbpm_ss
@@ -78,7 +78,7 @@ class Download:
         wrap = ["mptcpize", "run", "iperf3"]
         srv = ["ip", "netns", "exec", SERVER, *wrap, "-s", "-1", "-p", str(self.port)]
         self.server = subprocess.Popen(srv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        wait_listening(SERVER, self.port, self.server)
         cli = ["ip", "netns", "exec", CLIENT, *wrap, "-c", SERVER_ADDR, "-B", "10.111.1.1"]
         cli += ["-p", str(self.port), "-J", "-t", str(seconds), *([] if upload else ["-R"])]
         self.client = subprocess.Popen(cli, stdout=subprocess.PIPE, text=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nslink import sh, veth_pair
+from nslink import sh, veth_pair, wait_listening
 
 from mprig.run import capture, traffic
 
@@ -33,7 +33,7 @@ def flow() -> Iterator[None]:
         port = str(traffic.IPERF3_PORT)
         server = ["ip", "netns", "exec", RCV, "iperf3", "-s", "-1", "-p", port]
         procs.append(subprocess.Popen(server, stdout=subprocess.DEVNULL))
-        time.sleep(0.5)
+        wait_listening(RCV, port, procs[-1])
         client = ["iperf3", "-c", "10.66.0.2", "-p", port, "-t", "8", "-b", "200M"]
         procs.append(subprocess.Popen(["ip", "netns", "exec", SND, *client],
                                       stdout=subprocess.DEVNULL))  # fmt: skip

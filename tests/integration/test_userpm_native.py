@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nslink import mptcp_hosts, ns, policy_route, veth_pair
+from nslink import mptcp_hosts, ns, policy_route, veth_pair, wait_listening
 
 from mprig.stack import userpm
 
@@ -86,7 +86,7 @@ def transfer(port: int, seconds: float = 2.0) -> dict[str, int]:
     before = {d: tx_bytes(d) for d in devs}
     server = subprocess.Popen(["ip", "netns", "exec", SERVER, sys.executable, "-c", RECV,
                                str(port)], stdout=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(0.5)
+    wait_listening(SERVER, port, server)
     ns(CLIENT, sys.executable, "-c", SEND, str(port), str(seconds))
     received = int(server.communicate(timeout=30)[0])
     out = {d: tx_bytes(d) - before[d] for d in devs}
