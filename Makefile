@@ -97,11 +97,12 @@ run: setup
 	$(BIN)/mprig run $(CAMPAIGN)
 	$(call collect_then,$(RESULTS),$(BIN)/mprig report $(RESULTS))
 
-# `make test` is what CI runs (budget 45 minutes on 2 cores; 62 measured); tests marked `long` (Ansible
-# converging site.yml inside the emulated VM, about 20 minutes; the ns-3 real-time engine,
-# which needs libns3-dev) run with `make test-long`.
+# `make test` is what CI runs (budget 45 minutes on 2 cores): the VM tests and the others as
+# two pytest processes side by side (tests/parallel.py; one after the other they took 62
+# minutes). Tests marked `long` (Ansible converging site.yml inside the emulated VM, about 20
+# minutes; the ns-3 real-time engine, which needs libns3-dev) run with `make test-long`.
 test: setup
-	$(BIN)/python -m pytest -m "not long" -rfEs --durations=25 tests
+	$(BIN)/python tests/parallel.py
 
 test-long: setup ns3-engine
 	$(BIN)/python -m pytest -m long --ignore=tests/integration/test_kernel_vm.py \
