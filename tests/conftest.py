@@ -1,8 +1,18 @@
-"""Suite-wide test configuration: integration tests run after unit tests."""
+"""Suite-wide test configuration: integration tests run after unit tests; beside the VM
+tests (tests/parallel.py), each test waits while a VM test measures (tests/quiet.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from quiet import yielding
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with yielding():
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -68,7 +68,7 @@ GE_MEAN_LOSS = 3 / (3 + 30)  # p / (p + r): the bad state's share, every packet 
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[tuple[str, str], dict[str, Any]]]:
     """(variant, lan aqm) -> run.json, plus the bundle directory under `_dir`."""
-    with campaign_in_vm(CAMPAIGN, "aqm", rig="h1aqm", timeout=900) as results:
+    with campaign_in_vm(CAMPAIGN, "aqm", rig="h1aqm", timeout=900, alone=True) as results:
         collect_campaign(results, Options())
         out = {}
         for rec_path in sorted(results.glob("*/run.json")):

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from quiet import quiet
 
 from collectors.analyze import analyze_pcap
 from collectors.collect import Options, collect_campaign
@@ -81,7 +82,7 @@ def bundle() -> Iterator[Path]:
 
 def _clean_run(share: Path) -> Path:
     dropped = []
-    with VmSession(rwdirs=[share], cpus=1) as vm:
+    with VmSession(rwdirs=[share], cpus=1) as vm, quiet("crosscheck runs"):  # whole captures
         for attempt in range(1, ATTEMPTS + 1):
             out = share / f"h5x{attempt}" / "crosscheck"
             argv = [sys.executable, str(MAKER), str(out), "--crosscheck", "2000000"]

@@ -6,23 +6,30 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from quiet import quiet
 from sharedvm import SHARED
 
 
 @contextmanager
-def campaign_in_vm(text: str, name: str, *, rig: str, timeout: float) -> Iterator[Path]:
+def campaign_in_vm(
+    text: str, name: str, *, rig: str, timeout: float, alone: bool = False
+) -> Iterator[Path]:
     """Write the campaign YAML `text` (campaign `name`), run it inside the shared VM on rig `rig`,
-    and yield its results directory; everything is removed afterwards."""
+    and yield its results directory; everything is removed afterwards. `alone`: a campaign
+    whose checks need an unloaded guest (timing, sample counts, complete captures) runs
+    while the other tests wait (tests/quiet.py)."""
     out = SHARED.workdir(f"{rig}-")
     try:
         spec = out / f"{name}.yaml"
         spec.write_text(text)
         argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
         argv += ["--rig", rig, "--results", str(out)]
-        done = SHARED.get().run(argv, timeout=timeout)
+        vm = SHARED.get()
+        with quiet(f"{name} campaign") if alone else nullcontext():
+            done = vm.run(argv, timeout=timeout)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         yield out / name
     finally:
