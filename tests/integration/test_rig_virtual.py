@@ -22,6 +22,7 @@ from mprig.rig import layout as L
 from mprig.rig import provision, virtual
 from mprig.rig.host import Rig
 from mprig.rig.ssh import SshHost
+from mprig.run.run_attempt import wait_cmd
 
 NAME = "h2two"
 D = Direction(rate_mbit=10)
@@ -59,7 +60,8 @@ def iperf_mptcp(rig: Rig, seconds: int = 2) -> dict[str, object]:
         ["mptcpize", "run", "iperf3", "-s", "-1", "-B", rig.server_addr],
         log=f"/tmp/{NAME}-iperf.log",
     )
-    time.sleep(0.3)
+    ready = wait_cmd('listening "$1"', "5201", limit=30)  # iperf3's port; no fixed sleep
+    server.run(ready.argv, timeout=ready.timeout)
     argv = ["mptcpize", "run", "iperf3", "-c", rig.server_addr, "-t", str(seconds), "-R", "-J"]
     report = json.loads(client.run(argv, timeout=seconds + 30).stdout)
     assert srv.wait(10).returncode == 0
