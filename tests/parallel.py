@@ -53,8 +53,14 @@ def main(extra: list[str]) -> int:
             print(f"\nThe other tests are done; waiting for the VM tests ({LOG})", flush=True)
         vm_rc = vm.wait()
     except KeyboardInterrupt:
-        vm.send_signal(signal.SIGINT)  # pytest stops and the shared VM's hook shuts it down
-        vm.wait()
+        # A Ctrl-C in the terminal reached both processes: the VM tests stop and their hook
+        # shuts the VM down. Pass it on only when it has not (a second SIGINT would cut that
+        # shutdown short).
+        try:
+            vm.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            vm.send_signal(signal.SIGINT)
+            vm.wait()
         raise
     vm_s = time.monotonic() - start
     print(f"\n{'=' * 30} the VM tests ({LOG}) {'=' * 30}", flush=True)
