@@ -1,11 +1,14 @@
 """Quiet sections for `make test`'s two pytest processes (tests/parallel.py).
 
-The VM tests run beside the others. Most of them do not mind a busy machine; the ones that
-measure timing inside the emulated guest do: in the first side-by-side run a deep FIFO's
-RTT under load came out 114 ms against fq_codel's 30 (the check wants 4x), the ss sampler
-took 14 samples in a 10 s run (it wants 15), and the capture missed 42 of 618 out-of-order
-segments the kernel counted. Such a measurement runs in `quiet()`: the other process
-finishes the test it is in and waits at the next one until the measurement is done.
+The VM tests run beside the others, but every campaign they run in the emulated guest is a
+measurement that a busy host skews: in the first side-by-side run a deep FIFO's RTT under
+load came out 114 ms against fq_codel's 30 (the check wants 4x), the ss sampler took 14
+samples in a 10 s run (it wants 15), and the capture missed 42 of 618 out-of-order segments
+the kernel counted; in a CI run where only those three ran alone, a paper campaign lost a
+run and MPTCP over two paths fell to 0.99x TCP over one. So every campaign in the guest runs
+in `quiet()` (tests/integration/vmcampaign.py, test_papers, test_run_vm, test_crosscheck_vm):
+the other process finishes the test it is in and waits at the next one until the campaign is
+done. The boot and the checks on the results overlap with the other tests.
 
 Two lock files, so a waiting measurement is not starved: every other test takes GATE, then
 LOCK shared, then lets GATE go, and holds LOCK until it ends; a measurement takes GATE (no

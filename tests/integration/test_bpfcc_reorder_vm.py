@@ -63,7 +63,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def results() -> Iterator[dict[str, Run]]:
-    with campaign_in_vm(CAMPAIGN, "reorder", rig="h13ro", timeout=900, alone=True) as out:
+    with campaign_in_vm(CAMPAIGN, "reorder", rig="h13ro", timeout=900) as out:
         runs = {name: run for name, run in map(summary, sorted(out.glob("*/run.json")))}
     print(f"\nreordering {REORDER_PCT}%:", runs)  # the measured values, for docs/bpf.md
     yield runs

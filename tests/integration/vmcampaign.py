@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 from quiet import quiet
@@ -15,12 +15,11 @@ from sharedvm import SHARED
 
 @contextmanager
 def campaign_in_vm(
-    text: str, name: str, *, rig: str, timeout: float, alone: bool = False
+    text: str, name: str, *, rig: str, timeout: float
 ) -> Iterator[Path]:
     """Write the campaign YAML `text` (campaign `name`), run it inside the shared VM on rig `rig`,
-    and yield its results directory; everything is removed afterwards. `alone`: a campaign
-    whose checks need an unloaded guest (timing, sample counts, complete captures) runs
-    while the other tests wait (tests/quiet.py)."""
+    and yield its results directory; everything is removed afterwards. Every campaign is a
+    measurement in an emulated guest, so it runs while the other tests wait (tests/quiet.py)."""
     out = SHARED.workdir(f"{rig}-")
     try:
         spec = out / f"{name}.yaml"
@@ -28,7 +27,7 @@ def campaign_in_vm(
         argv = [sys.executable, "-m", "mprig.cli", "run", str(spec), "--no-vm", "--quiet"]
         argv += ["--rig", rig, "--results", str(out)]
         vm = SHARED.get()
-        with quiet(f"{name} campaign") if alone else nullcontext():
+        with quiet(f"{name} campaign"):
             done = vm.run(argv, timeout=timeout)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         yield out / name
