@@ -14,9 +14,7 @@ from sharedvm import SHARED
 
 
 @contextmanager
-def campaign_in_vm(
-    text: str, name: str, *, rig: str, timeout: float
-) -> Iterator[Path]:
+def campaign_in_vm(text: str, name: str, *, rig: str, timeout: float) -> Iterator[Path]:
     """Write the campaign YAML `text` (campaign `name`), run it inside the shared VM on rig `rig`,
     and yield its results directory; everything is removed afterwards. Every campaign is a
     measurement in an emulated guest, so it runs while the other tests wait (tests/quiet.py)."""
