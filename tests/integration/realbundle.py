@@ -113,15 +113,11 @@ class Rig:
             )
 
     def wait_listening(self, host: str, port: int, limit: float = 60.0) -> None:
-        """Until a socket of `host` listens on `port` (the runner's own wait loop): a fixed
-        sleep after starting a server is too short on a loaded emulated guest."""
-        from mprig.run.run_attempt import wait_cmd
+        """Until a socket of `host` listens on `port` (nslink.wait_listening: the runner's own
+        wait loop): a fixed sleep after starting a server is too short on a loaded guest."""
+        from nslink import wait_listening
 
-        cmd = wait_cmd('listening "$1"', str(port), limit=limit)
-        argv = ["ip", "netns", "exec", self.ns(host), *cmd.argv]
-        res = sh(argv, check=False, timeout=cmd.timeout)
-        if res.returncode != 0:
-            raise RuntimeError(f"{host}: nothing listens on port {port} after {limit:.0f} s")
+        wait_listening(self.ns(host), port, limit=limit)
 
     def veth(self, a: str, a_if: str, b: str, b_if: str) -> None:
         link = ["ip", "link", "add", a_if, "netns", self.ns(a), "type", "veth"]
