@@ -57,7 +57,10 @@ def test_every_block_arrives_once_in_order_with_its_delay(rig: None) -> None:
     assert time.monotonic() - t0 < 15
     assert [r["seq"] for r in rows] == list(range(blocks))
     assert (got.n, got.missing) == (blocks, 0)
-    # back to back at most 10 Mbit/s: 4 s carry at most about 600 blocks, and the send
-    # buffer queues blocks, so a block waits tens of ms or more; every delay is positive
-    assert 50 < blocks < 700, blocks
+    # back to back over 8 + 2 Mbit/s: the blocks arrive at no more than the paths' rate
+    # (how many the sender wrote in its 4 s also counts what its send buffer held, which
+    # autotuning sizes: 709 in one CI run, so a cap on the count is not the measure), and
+    # the send buffer queues blocks, so a block waits tens of ms or more
+    assert blocks > 50, blocks
+    assert got.n * 8192 * 8 / got.span_s < 10.5e6, (got.n, got.span_s)
     assert 0 < got.p50_ms <= got.p95_ms <= got.p99_ms <= got.max_ms < 10_000, got
