@@ -62,5 +62,5 @@ def test_every_block_arrives_once_in_order_with_its_delay(rig: None) -> None:
     # autotuning sizes: 709 in one CI run, so a cap on the count is not the measure), and
     # the send buffer queues blocks, so a block waits tens of ms or more
     assert blocks > 50, blocks
-    assert got.n * 8192 * 8 / got.span_s < 10.5e6, (got.n, got.span_s)
+    assert got.n * common["block_bytes"] * 8 / got.span_s < 10.5e6, (got.n, got.span_s)
     assert 0 < got.p50_ms <= got.p95_ms <= got.p99_ms <= got.max_ms < 10_000, got

@@ -90,9 +90,9 @@ class Download:
         self.server.wait(timeout=10)
         result = json.loads(out)
         self.bps = result["end"]["sum_received"]["bits_per_second"]
-        self.seconds = [round(i["sum"]["bits_per_second"] / 1e6, 1) for i in result["intervals"]]
-        late = [i["sum"]["bits_per_second"] for i in result["intervals"][-3:]]
-        self.late_bps = sum(late) / len(late)
+        rates = [i["sum"]["bits_per_second"] for i in result["intervals"]]
+        self.seconds = [round(r / 1e6, 1) for r in rates]
+        self.late_bps = sum(rates[-3:]) / len(rates[-3:])
 
 
 @pytest.mark.parametrize("eid", [1, 2], ids=["initial-subflow", "joined-subflow"])
