@@ -163,7 +163,8 @@ reproduce: setup
 # REDO_RIG_LIMITED=1 runs the shard's archived rig-limited runs again (reports leave them
 # out) and the archive takes each clean rerun in place of the rig-limited record.
 # Then docs/papers.md's table of what is left. When collect finds artifact problems (exit 1,
-# collect_then), the shard is archived and the table rewritten all the same, and make fails.
+# collect_then), the shard is archived and the table rewritten all the same, and make fails;
+# when it could not collect (exit 4: the directory in use, a file unwritable) make stops there.
 # `make reproduce-archived PAPER=004` then reports from what the archives hold.
 ARCHIVED := reports/archived-runs
 SHARD ?=

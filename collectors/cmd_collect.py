@@ -25,6 +25,10 @@ Run it again at will: bundles whose metrics.json matches their artifacts and opt
 not analysed again. Failed and interrupted runs get a row with their status and null
 metrics. An unreadable artifact is reported as RUN/FILE: message; the other runs and the
 other metrics of that run are kept, and the exit status is 1.
+
+exit status: 0 collected; 1 artifact problems (listed; their metrics null, every table
+written); 2 bad options or no run bundles; 4 could not collect (the directory in use by a
+campaign or another collect, a file that could not be written: nothing to archive yet).
 """
 
 
@@ -50,7 +54,19 @@ def register(subparsers: Any) -> None:
 
 
 def collect(args: argparse.Namespace) -> int:
-    """Collect every campaign under RESULTS; 1 if any artifact could not be read."""
+    """Collect every campaign under RESULTS; 1 if any artifact could not be read, 4
+    (NotCollected) if a campaign could not be collected, 2 for bad options."""
+    from mprig.errors import MprigError, NotCollected, UsageError
+
+    try:
+        return _collect(args)
+    except UsageError:
+        raise
+    except MprigError as e:  # in use, unwritable: not artifact problems
+        raise NotCollected(str(e)) from e
+
+
+def _collect(args: argparse.Namespace) -> int:
     from collectors.collect import Options, campaign_dirs, collect_campaign
     from mprig.run.bundle import KEPT_MANIFEST
 

@@ -57,6 +57,14 @@ class RigBusy(MprigError):
     """Another campaign holds the rig's lock."""
 
 
+class NotCollected(MprigError):
+    """`mprig collect` could not collect (the directory in use, a file it could not write):
+    exit status 4, which a recipe tells from artifact problems (1: every table written, the
+    unreadable metrics null) and stops on instead of archiving."""
+
+    exit_code = 4
+
+
 def error_lines(e: MprigError) -> list[str]:
     """The lines an error prints: one per spec error; any other error on one line, with
     control characters escaped (file names and values in it may come from the user)."""

@@ -188,7 +188,7 @@ def run(
     """Run each short campaign's shard, collect it, archive it. 0 when every campaign ran
     its shard whole, 3 when STOP_AFTER (seconds) ran out first, 1 when runs failed or
     collect found artifact problems (archived all the same), collect's status above 1 when
-    it could not collect (nothing archived, stopped)."""
+    it could not collect (4 in use or unwritable, 2 bad use: nothing archived, stopped)."""
     start, status = time.monotonic(), 0
     for need in found:
         if need.fewest >= min_n or not need.todo:

@@ -143,6 +143,9 @@ def test_second_collect_on_one_directory_is_refused(tmp_path: Path) -> None:
             e.value
         )
         assert not (camp / "runs.parquet").exists()
+        # exit 4, not artifact problems' 1: a recipe must not archive what was not collected
+        assert main(["collect", str(camp), "--quiet"]) == 4
+        assert not (camp / "runs.parquet").exists()
     finally:
         holder.kill()
         holder.wait()
@@ -150,6 +153,24 @@ def test_second_collect_on_one_directory_is_refused(tmp_path: Path) -> None:
             holder.stdout.close()
     collect_campaign(camp, Options())  # the lock died with its holder
     assert statuses(camp) == {"r1": "complete"}
+
+
+def test_collect_that_cannot_write_exits_4_not_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk is "could not collect" (4), which `make paper-shard` and `mprig backlog`
+    stop on; 1 (artifact problems, every table written) is what they archive after."""
+    camp = campaign(tmp_path, ("r1",))
+
+    def full_disk(tmp: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    real = fsio.write_with
+    monkeypatch.setattr(fsio, "write_with", lambda target, fill, **kw: real(target, full_disk))
+    assert main(["collect", str(camp), "--quiet"]) == 4
+    err = capsys.readouterr().err
+    assert "cannot write: No space left on device; free some space" in err
+    assert "Traceback" not in err
 
 
 def test_atomic_write_keeps_the_old_file_on_error(tmp_path: Path) -> None:
