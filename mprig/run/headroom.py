@@ -38,6 +38,7 @@ class CpuTimes:
     busy: int  # user, nice, system, irq, softirq, steal
     total: int  # busy + idle + iowait
     vm: int | None = None  # host only: CPU time of the VM's processes (QEMU, virtiofsd)
+    steal: int = 0  # of busy: time the hypervisor ran something else (this kernel a guest)
 
 
 def parse_cpu_line(text: str) -> CpuTimes | None:
@@ -50,10 +51,10 @@ def parse_cpu_line(text: str) -> CpuTimes | None:
             user, nice, system, idle, iowait, irq, softirq = map(int, words[1:8])
             steal = int(words[8]) if len(words) > 8 else 0
             busy = user + nice + system + irq + softirq + steal
-            times = CpuTimes(busy, busy + idle + iowait)
+            times = CpuTimes(busy, busy + idle + iowait, steal=steal)
         elif len(words) == 2 and words[0] == "vm" and words[1].isdigit():
             vm = int(words[1])
-    return None if times is None else CpuTimes(times.busy, times.total, vm)
+    return None if times is None else CpuTimes(times.busy, times.total, vm, times.steal)
 
 
 def other_share(before: CpuTimes | None, after: CpuTimes | None) -> float | None:

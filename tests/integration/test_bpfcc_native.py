@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hostload import HostLoad
 from nslink import mptcp_hosts, ns, sh, veth_pair, wait_listening
 
 from collectors.ss import data_subflows, parse_ss
@@ -304,11 +305,16 @@ def rtt_ratios(samples: str) -> list[float]:
 
 @pytest.mark.slow
 def test_cwa_narrows_the_subflows_rtt_ratio(uneven: None, programs: list[str]) -> None:
-    ratios = {cc: rtt_ratios(transfer(cc, 10, mptcp=True)) for cc in ("lia", "cwa")}
+    ratios: dict[str, list[float]] = {}
+    loads: dict[str, HostLoad] = {}
+    for cc in ("lia", "cwa"):
+        load = HostLoad()
+        ratios[cc] = rtt_ratios(transfer(cc, 10, mptcp=True))
+        loads[cc] = load.stop()
     medians = {cc: sorted(r)[len(r) // 2] for cc, r in ratios.items()}
     # lia lets both queues fill (ratio near 2); cwa cuts the slow subflow (here about 1.2-1.3)
     assert min(len(r) for r in ratios.values()) > 50 and medians["cwa"] < 0.8 * medians["lia"], {
-        cc: _course(r) for cc, r in ratios.items()
+        cc: (_course(r), loads[cc]) for cc, r in ratios.items()
     }
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostload import HostLoad
 from nslink import mptcp_hosts, ns, policy_route, veth_pair, wait_listening
 
 from mprig.run import rbpm_run
@@ -84,9 +85,11 @@ class Download:
         self.client = subprocess.Popen(cli, stdout=subprocess.PIPE, text=True)
         self.bps = self.late_bps = 0.0
         self.seconds: list[float] = []  # the receiver's Mbit/s, second by second
+        self.load = HostLoad()  # the machine's CPU over the transfer, for failure messages
 
     def wait(self) -> None:
         out, _ = self.client.communicate(timeout=60)
+        self.load.stop()
         self.server.wait(timeout=10)
         result = json.loads(out)
         self.bps = result["end"]["sum_received"]["bits_per_second"]
@@ -211,7 +214,10 @@ def test_controller_raises_goodput_and_clears_its_flags(runs: Runs) -> None:
     plain_late = statistics.median(d.late_bps for d in plains)
     # on a failure, every round second by second: a controlled rate stuck near one fast
     # path's 10 Mbit/s tells a missing subflow from a stop that came late (seen once in CI)
-    rounds = {"plain": [d.seconds for d in plains], "controlled": [d.seconds for d in controlled]}
+    rounds = {
+        "plain": [(d.seconds, d.load) for d in plains],
+        "controlled": [(d.seconds, d.load) for d in controlled],
+    }
     assert late > 13e6 and late > 1.1 * plain_late, (plain_late, late, rounds)
     assert endpoints() == {f"10.111.{i}.1": (i, False) for i in (1, 2, 3)}
 

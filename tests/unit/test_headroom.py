@@ -21,7 +21,7 @@ ctxt 1990473
 
 def test_the_cpu_line_counts_idle_and_iowait_as_headroom() -> None:
     busy = 4705 + 150 + 1120 + 0 + 97 + 30
-    assert headroom.parse_cpu_line(STAT) == CpuTimes(busy, busy + 16250 + 520)
+    assert headroom.parse_cpu_line(STAT) == CpuTimes(busy, busy + 16250 + 520, steal=30)
     assert headroom.parse_cpu_line("cpu0 1 2 3 4 5 6 7\n") is None
 
 
