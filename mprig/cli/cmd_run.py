@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mprig import startup
 from mprig.campaign.shard import parse_shard
 from mprig.cli.cmd_status import print_summary
 from mprig.rig.layout import DEFAULT_RIG
@@ -163,13 +164,16 @@ def run(args: argparse.Namespace) -> int:
     from mprig.run import bundle, judge
 
     args.started = time.monotonic()  # --stop-after counts from here
+    startup.begin()  # events.jsonl's startup_s: where the campaign's start goes
     campaign, plan = judge.plan_file(args.file)  # the checks `mprig validate` makes
+    startup.mark("plan")
     for line in campaign.deprecations:  # old spellings, accepted (spec_spelling.py)
         print(f"mprig: warning: {line}", file=sys.stderr)
     part = getattr(args, "shard", None)
     runs = shard.select(plan, part)
     held = _archived(args, campaign, plan, runs)  # --skip-archived: in the archive already
     runs = [r for r in runs if r.run_id not in held]
+    startup.mark("archive check")
     if held and not runs:
         return 0
     results = Path(args.results).resolve() / campaign.name
@@ -196,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
     with _campaign_lock(results, args):
         write_campaign_json(results, args.file, campaign, plan, shard=(part, runs), held=held)
         _say_unplanned(results, {r.run_id for r in plan}, args)
+        startup.mark("campaign.json")
         if mode == "vm":
             code = _run_in_vm(args, results, vm_deadline(runs))
         else:
@@ -334,7 +339,9 @@ def _run_native(
                 runner.exclusive(_rig_lock_path(args.rig), f"rig {args.rig}", reporter.message),
                 cc_allowed.allow(knobs.congestion_controls(campaign.variants), reporter.message),
             ):
+                startup.mark("congestion controls")  # BPF ones built and registered
                 rig = _virtual_up(args.rig, campaign, reporter.message)
+                startup.mark("rig up")
                 try:
                     outcome = run_on(rig)
                 finally:

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mprig import startup
 from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import MprigError, RigBusy
 from mprig.rig import inventory, netns, netns6, ns3link, provision, sshd, vm, vmprobe
@@ -144,7 +145,9 @@ def _build(
     sshd.start_daemons(topo, state)
     inv = inventory.write_inventory(name, links, state)
     if provision_hosts:
+        startup.mark("rig build")
         provision.apply(inv, state, netns=topo.ns("ctl"))
+        startup.mark("ansible")
     inodes = {ns: os.stat(f"/run/netns/{ns}").st_ino for ns in topo.namespaces}
     meta = {"name": name, "paths": [asdict(x) for x in links], "netns_inodes": inodes}
     (state / "rig.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from mprig import startup
+
 EVENTS_FILE = "events.jsonl"
 
 
@@ -76,6 +78,8 @@ class Reporter:
             self._start_bar()
         else:
             print(f"mprig: {campaign}: {total} runs, {skipped} already complete", file=sys.stderr)
+        if fields.get("startup_s"):
+            self._say(f"{campaign}: {startup.line(fields['startup_s'])}")
 
     def _start_bar(self) -> None:
         from rich.progress import BarColumn, Progress, TextColumn

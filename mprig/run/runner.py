@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mprig import startup
 from mprig.campaign.plan import Run
 from mprig.campaign.spec import Campaign
 from mprig.errors import HostError, ToolMissing
@@ -188,13 +189,16 @@ def run_campaign(
     todo = [r for r in runs if decisions[r.run_id].action == "run"]
     for name in bundle.clean_leftovers(results):
         reporter.message(f"removed {name} left by an earlier crash")
+    startup.mark("bundle check")
     sweep_rig(rig)
     facts, flag = host_facts(rig)
     base = take_baseline(rig, [r.variant for r in runs], reporter)
+    startup.mark("baseline")
     ctx = Context(campaign, rig, results, reporter, facts, flag, base)
     reporter.campaign_start(
-        campaign.name, len(runs), len(runs) - len(todo), rig=rig.name, mode=rig.mode
-    )
+        campaign.name, len(runs), len(runs) - len(todo), rig=rig.name, mode=rig.mode,
+        startup_s=startup.phases(),
+    )  # fmt: skip
     failed = left = 0
     with signals_as_exceptions():
         try:

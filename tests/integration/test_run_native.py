@@ -1,6 +1,7 @@
 """`mprig run` natively on a real virtual rig when every run fails for a non-transient
 reason: each failure is recorded with its reason after one attempt, the campaign goes on,
-the exit status is 1, `mprig status` shows why, and the rig is gone afterwards."""
+the exit status is 1, `mprig status` shows why, and the rig is gone afterwards; the
+campaign_start event says where the start went, phase by phase."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path: Path) -> No
         assert "net.mptcp.proactive_sched" in record["reason"]
         assert bundle.decide(results, run["run_id"], force=False).action == "run"
     ends = [json.loads(line) for line in (results / "events.jsonl").read_text().splitlines()]
+    # where the campaign's start went, phase by phase (mprig/startup.py)
+    start = next(e for e in ends if e["event"] == "campaign_start")["startup_s"]
+    assert list(start) == ["python", "plan", "archive check", "campaign.json",
+                           "congestion controls", "rig build", "ansible", "rig up",
+                           "bundle check", "baseline"], start  # fmt: skip
+    assert all(s >= 0 for s in start.values()) and start["ansible"] > 0, start
     assert [(e["event"], e.get("status")) for e in ends if e["event"].endswith("_end")] == [
         ("run_end", "failed"),
         ("run_end", "failed"),
