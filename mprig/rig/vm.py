@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from mprig.errors import MprigError, ToolMissing, UsageError
-from mprig.rig import kvm, vmboot
+from mprig.rig import kvm, vmboot, vmbpf
 from mprig.rig.vmprobe import IN_VM_ENV, find_kernel
 from mprig.rig.vmprobe import acceleration as acceleration  # run.py reads vm.acceleration()
 from mprig.tools import which
@@ -257,6 +257,8 @@ def run_in_vm(
     memory = memory or vm_memory()
     share = new_share()
     bpf = bpf_cache()
+    if bpf is not None:
+        vmbpf.prebuild(find_kernel(), bpf, tell)
     try:
         status = share / "status"
         (share / "run.sh").write_text(_guest_script(argv, status, share, bpf))

@@ -127,10 +127,12 @@ def missing_requirements(
     return out
 
 
-def check_requirements() -> None:
-    """Raise ToolMissing naming every missing tool, header or kernel feature."""
+def check_requirements(running_kernel: bool = True) -> None:
+    """Raise ToolMissing naming every missing tool, header or kernel feature (the running
+    kernel's BTF only when building for it)."""
     found = [h for h in HEADERS if any((d / h).exists() for d in INCLUDE_DIRS)]
-    missing = missing_requirements({t: tools.which(t) for t in TOOLS}, found, BTF.exists())
+    btf = BTF.exists() or not running_kernel
+    missing = missing_requirements({t: tools.which(t) for t in TOOLS}, found, btf)
     if missing:
         raise ToolMissing(
             f"BPF congestion control needs {', '.join(missing)}; `make system` installs "
@@ -150,28 +152,33 @@ def _run(argv: list[str], what: str) -> str:
     return p.stdout
 
 
-def vmlinux_h(out_dir: Path) -> Path:
-    """Generate (once per kernel release) vmlinux.h from the running kernel's BTF."""
+def vmlinux_h(out_dir: Path, btf: Path = BTF) -> Path:
+    """Generate (once per kernel release) vmlinux.h from the running kernel's BTF (or `btf`:
+    another kernel's vmlinux ELF, mprig.rig.vmbpf)."""
     header = out_dir / "vmlinux.h"
     if header.exists() and header.stat().st_size > 0:
         return header
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"], "vmlinux.h")
+    text = _run(["bpftool", "btf", "dump", "file", str(btf), "format", "c"], "vmlinux.h")
     tmp = header.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(text)
     tmp.replace(header)
     return header
 
 
-def build(names: Iterable[str]) -> dict[str, Path]:
-    """Compile the named programs (only when stale) and return name -> object file."""
+def build(
+    names: Iterable[str], out_dir: Path | None = None, btf: Path | None = None
+) -> dict[str, Path]:
+    """Compile the named programs (only when stale) and return name -> object file: into
+    cache_dir() against the running kernel, or into `out_dir` against the kernel whose
+    vmlinux ELF `btf` is (the campaign VM's, built on the host: mprig.rig.vmbpf)."""
     wanted = list(dict.fromkeys(names))
     unknown = [n for n in wanted if n not in PROGRAMS]
     if unknown:
         raise MprigError(f"no BPF program {', '.join(unknown)} (known: {', '.join(PROGRAMS)})")
-    check_requirements()
-    out_dir = cache_dir()
-    header = vmlinux_h(out_dir)
+    check_requirements(btf is None)
+    out_dir = out_dir or cache_dir()
+    header = vmlinux_h(out_dir, btf or BTF)
     objects = {}
     for name in wanted:
         source, obj = SOURCE_DIR / f"{name}.c", out_dir / f"{name}.o"
