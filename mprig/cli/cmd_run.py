@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         _say_unplanned(results, {r.run_id for r in plan}, args)
         startup.mark("campaign.json")
         if mode == "vm":
-            code = _run_in_vm(args, results, vm_deadline(runs))
+            code = _run_in_vm(args, results, vm_deadline(runs), campaign)
         else:
             code = _run_native(args, campaign, runs, results, lab)
     if not args.outer_lock:
@@ -256,11 +256,12 @@ def vm_deadline(runs: list[Any]) -> float:
     return CAMPAIGN_ALLOWANCE_S + 2 * per_try * (1 + RETRIES)
 
 
-def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
+def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaign: Any) -> int:
     """Re-execute this command inside one VM (`--no-vm` there); the results are shared."""
     import signal
 
     from mprig.rig import vm
+    from mprig.stack import knobs
 
     argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
     argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
@@ -289,8 +290,9 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float) -> int:
 
         with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
             return vm.run_in_vm(
-                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
-            )
+                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid),
+                bpf_programs=knobs.congestion_controls(campaign.variants),  # built on the host
+            )  # fmt: skip
     except KeyboardInterrupt:
         print(
             "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",

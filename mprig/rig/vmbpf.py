@@ -15,7 +15,7 @@ import lzma
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mprig.errors import MprigError
@@ -66,10 +66,12 @@ def _gunzip(data: bytes) -> bytes | None:
         return None
 
 
-def prebuild(kernel: Path, cache: Path, say: Callable[[str], None]) -> list[str]:
-    """Build every stale BPF program into cache/<the kernel's release>/ against that
-    kernel's BTF; returns the names built (none when all were fresh). Problems are said and
-    left to the guest."""
+def prebuild(
+    kernel: Path, cache: Path, names: Iterable[str], say: Callable[[str], None]
+) -> list[str]:
+    """Build those of `names` that are mprig BPF programs and stale into cache/<the kernel's
+    release>/ against that kernel's BTF; returns the names built (none when all were
+    fresh). Problems are said and left to the guest."""
     try:
         image = kernel.read_bytes()
     except OSError as e:
@@ -79,7 +81,7 @@ def prebuild(kernel: Path, cache: Path, say: Callable[[str], None]) -> list[str]
     if release is None:
         return []
     out_dir = cache / release
-    stale = [n for n in bpfcc.available() if _stale(out_dir, n)]
+    stale = [n for n in bpfcc.bpf_names(names) if _stale(out_dir, n)]
     if not stale:
         return []
     say(f"building {len(stale)} BPF congestion controls for the VM's kernel {release} on the"

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from mprig.rig import vmsession
+from mprig.stack import bpfcc
 
 
 class SharedVm:
@@ -25,7 +26,9 @@ class SharedVm:
         if self.session is None:
             # /var/tmp: the VM has its own /tmp, so the shared directory lives elsewhere
             self.root = Path(tempfile.mkdtemp(prefix="mprig-tests-vm-", dir="/var/tmp"))
-            session = vmsession.VmSession(rwdirs=[self.root])
+            # every mprig BPF congestion control the VM tests load, built on the host before
+            # the boot: in the guest, under emulation, each takes 20-40 s of clang
+            session = vmsession.VmSession(rwdirs=[self.root], bpf_programs=bpfcc.available())
             session.__enter__()
             self.session = session
         return self.session
