@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ other metrics of that run are kept, and the exit status is 1.
 
 exit status: 0 collected; 1 artifact problems (listed; their metrics null, every table
 written); 2 bad options or no run bundles; 4 could not collect (the directory in use by a
-campaign or another collect, a file that could not be written: nothing to archive yet).
+campaign or another collect, a file that could not be written, a bug: nothing to archive).
 """
 
 
@@ -64,6 +65,12 @@ def collect(args: argparse.Namespace) -> int:
         raise
     except MprigError as e:  # in use, unwritable: not artifact problems
         raise NotCollected(str(e)) from e
+    except Exception as e:  # a bug: its traceback for the report, and still not a 1
+        traceback.print_exc()
+        raise NotCollected(
+            f"stopped on an unexpected {type(e).__name__} (a bug in mprig: please report it"
+            " with the traceback above); nothing is complete to archive"
+        ) from e
 
 
 def _collect(args: argparse.Namespace) -> int:

@@ -173,6 +173,20 @@ def test_collect_that_cannot_write_exits_4_not_1(
     assert "Traceback" not in err
 
 
+def test_a_bug_in_collect_exits_4_with_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    camp = campaign(tmp_path, ("r1",))
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("collectors.collect.collect_campaign", broken)
+    assert main(["collect", str(camp), "--quiet"]) == 4
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "stopped on an unexpected KeyError (a bug in mprig" in err
+
+
 def test_atomic_write_keeps_the_old_file_on_error(tmp_path: Path) -> None:
     target = tmp_path / "figure.svg"
     target.write_text("old and good")
