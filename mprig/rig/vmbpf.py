@@ -81,7 +81,7 @@ def prebuild(
     if release is None:
         return []
     out_dir = cache / release
-    stale = [n for n in bpfcc.bpf_names(names) if _stale(out_dir, n)]
+    stale = [n for n in bpfcc.bpf_names(names) if bpfcc.stale(out_dir, n)]
     if not stale:
         return []
     say(f"building {len(stale)} BPF congestion controls for the VM's kernel {release} on the"
@@ -99,12 +99,3 @@ def prebuild(
         say(f"BPF congestion controls not built on the host ({e}); the VM builds them")
         return []
     return stale
-
-
-def _stale(out_dir: Path, name: str) -> bool:
-    source = bpfcc.SOURCE_DIR / f"{name}.c"
-    header = out_dir / "vmlinux.h"
-    if not header.exists():
-        return True
-    inputs = [source, header, *bpfcc.SOURCE_DIR.glob("*.h"), Path(bpfcc.__file__)]
-    return bpfcc.is_stale(out_dir / f"{name}.o", inputs)

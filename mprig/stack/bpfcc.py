@@ -107,6 +107,17 @@ def clang_argv(source: Path, obj: Path, include: Path) -> list[str]:
     ]
 
 
+def stale(out_dir: Path, name: str) -> bool:
+    """Whether out_dir/<name>.o needs building: missing, or older than its source, the
+    shared headers, out_dir's vmlinux.h (missing counts as newer) or this module (a change
+    of clang's flags rebuilds)."""
+    header = out_dir / "vmlinux.h"
+    if not header.exists():
+        return True
+    inputs = [SOURCE_DIR / f"{name}.c", header, *SOURCE_DIR.glob("*.h"), Path(__file__)]
+    return is_stale(out_dir / f"{name}.o", inputs)
+
+
 def is_stale(target: Path, inputs: Iterable[Path]) -> bool:
     """True when target is missing or older than any input (make's rule)."""
     if not target.exists():
@@ -178,12 +189,11 @@ def build(
         raise MprigError(f"no BPF program {', '.join(unknown)} (known: {', '.join(PROGRAMS)})")
     check_requirements(btf is None)
     out_dir = out_dir or cache_dir()
-    header = vmlinux_h(out_dir, btf or BTF)
+    vmlinux_h(out_dir, btf or BTF)  # made once; stale() reads it
     objects = {}
     for name in wanted:
         source, obj = SOURCE_DIR / f"{name}.c", out_dir / f"{name}.o"
-        # this module too: a change of clang's flags rebuilds
-        if is_stale(obj, [source, header, *SOURCE_DIR.glob("*.h"), Path(__file__)]):
+        if stale(out_dir, name):
             tmp = obj.with_suffix(f".{os.getpid()}.tmp")
             _run(clang_argv(source, tmp, out_dir), f"compiling {source}")
             tmp.replace(obj)

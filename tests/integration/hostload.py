@@ -25,7 +25,6 @@ class HostLoad:
         before, after = self.before, self.after
         if before is None or after is None or after.total <= before.total:
             return "not measured"
-        span = after.total - before.total
-        busy = (after.busy - before.busy) / span
-        steal = (after.steal - before.steal) / span
+        busy = headroom.busy_share(before, after) or 0.0
+        steal = (after.steal - before.steal) / (after.total - before.total)
         return f"busy {busy:.0%}, steal {steal:.0%}"
