@@ -261,7 +261,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
     import signal
 
     from mprig.rig import vm
-    from mprig.stack import knobs
+    from mprig.stack import knobs, vmbpf
 
     argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
     argv += ["--results", str(results.parent), "--no-vm", "--rig", args.rig, "--outer-lock"]
@@ -288,11 +288,11 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
     try:
         from mprig.run.headroom import HOST_CPU_FILE, HostCpuWriter
 
+        vmbpf.for_vm(knobs.congestion_controls(campaign.variants))  # before the boot
         with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
             return vm.run_in_vm(
-                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid),
-                bpf_programs=knobs.congestion_controls(campaign.variants),  # built on the host
-            )  # fmt: skip
+                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
+            )
     except KeyboardInterrupt:
         print(
             "mprig: interrupted; the VM was stopped (the run in progress is redone next time)",

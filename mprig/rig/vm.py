@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from mprig.errors import MprigError, ToolMissing, UsageError
-from mprig.rig import kvm, vmboot, vmbpf
+from mprig.rig import kvm, vmboot
 from mprig.rig.vmprobe import IN_VM_ENV, find_kernel
 from mprig.rig.vmprobe import acceleration as acceleration  # run.py reads vm.acceleration()
 from mprig.tools import which
@@ -243,7 +243,6 @@ def run_in_vm(
     console: Path | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
     say: Callable[[str], None] | None = None,
-    bpf_programs: Sequence[str] = (),
 ) -> int:
     """Boot one VM, run argv inside, return argv's exit status.
 
@@ -252,16 +251,14 @@ def run_in_vm(
     its deadline is stopped and retried with software emulation (unless KVM was forced),
     and the outcome is cached (mprig.rig.kvm). `timeout`: seconds for the whole run once
     booted (None: no limit but the guest's heartbeats). VM boots are serialized
-    machine-wide with a lock on /tmp/mprig-vm.lock. `bpf_programs`: mprig BPF congestion
-    controls the guest will load, built on the host first where stale (mprig.rig.vmbpf).
+    machine-wide with a lock on /tmp/mprig-vm.lock. mprig BPF congestion controls the
+    guest will load are built on the host first by the caller (mprig.stack.vmbpf.for_vm).
     """
     tell = say or _say
     memory = memory or vm_memory()
     share = new_share()
     bpf = bpf_cache()
     try:
-        if bpf is not None and bpf_programs:
-            vmbpf.prebuild(find_kernel(), bpf, bpf_programs, tell)
         status = share / "status"
         (share / "run.sh").write_text(_guest_script(argv, status, share, bpf))
         exec_cmd = f"sh {share / 'run.sh'}"

@@ -54,11 +54,9 @@ class VmSession:
         rwdirs: Sequence[Path] = (),
         timeout: float | None = None,
         exit_with: int = 0,
-        bpf_programs: Sequence[str] = (),
     ) -> None:
         self.memory, self.cpus, self.rwdirs, self.timeout = memory, cpus, list(rwdirs), timeout
         self.exit_with = exit_with  # the agent exits with this status (tests propagation)
-        self.bpf_programs = list(bpf_programs)  # built on the host before the boot (vmbpf)
         self.share = Path()
         self.exit_status: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -86,7 +84,6 @@ class VmSession:
                 console=self.share / "console.log",
                 on_start=self._started,
                 say=self._note,
-                bpf_programs=self.bpf_programs,
             )
         except BaseException as e:  # reported by the waiting side
             self._error = e

@@ -165,7 +165,7 @@ def _run(argv: list[str], what: str) -> str:
 
 def vmlinux_h(out_dir: Path, btf: Path = BTF) -> Path:
     """Generate (once per kernel release) vmlinux.h from the running kernel's BTF (or `btf`:
-    another kernel's vmlinux ELF, mprig.rig.vmbpf)."""
+    another kernel's vmlinux ELF, mprig.stack.vmbpf)."""
     header = out_dir / "vmlinux.h"
     if header.exists() and header.stat().st_size > 0:
         return header
@@ -182,7 +182,7 @@ def build(
 ) -> dict[str, Path]:
     """Compile the named programs (only when stale) and return name -> object file: into
     cache_dir() against the running kernel, or into `out_dir` against the kernel whose
-    vmlinux ELF `btf` is (the campaign VM's, built on the host: mprig.rig.vmbpf)."""
+    vmlinux ELF `btf` is (the campaign VM's, built on the host: mprig.stack.vmbpf)."""
     wanted = list(dict.fromkeys(names))
     unknown = [n for n in wanted if n not in PROGRAMS]
     if unknown:

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from mprig.rig import vmsession
-from mprig.stack import bpfcc
+from mprig.stack import bpfcc, vmbpf
 
 
 class SharedVm:
@@ -28,7 +28,8 @@ class SharedVm:
             self.root = Path(tempfile.mkdtemp(prefix="mprig-tests-vm-", dir="/var/tmp"))
             # every mprig BPF congestion control the VM tests load, built on the host before
             # the boot: in the guest, under emulation, each takes 20-40 s of clang
-            session = vmsession.VmSession(rwdirs=[self.root], bpf_programs=bpfcc.available())
+            vmbpf.for_vm(bpfcc.available())
+            session = vmsession.VmSession(rwdirs=[self.root])
             session.__enter__()
             self.session = session
         return self.session

@@ -1,7 +1,7 @@
 """mprig/ is cut by the pipeline's stages (docs/architecture.md), and imports point one way:
 cli -> run -> stack -> rig -> campaign, each stage importing only the ones to its right and
-the shared base (errors, fsio, safeio, datafiles, tools) that imports no stage. Every import
-counts, lazy or type-only ones too (tests/unit/test_imports.py walks them)."""
+the shared base (errors, fsio, safeio, datafiles, tools, startup) that imports no stage.
+Every import counts, lazy or type-only ones too (tests/unit/test_imports.py walks them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from test_imports import ROOT, import_graph, project_modules
 
 ORDER = ("campaign", "rig", "stack", "run", "cli")  # each may import those before it
-BASE = {"errors", "fsio", "safeio", "datafiles", "tools", "_pcapmerge"}
+BASE = {"errors", "fsio", "safeio", "datafiles", "tools", "startup", "_pcapmerge"}
 
 
 def stage(module: str) -> str | None:

@@ -1,4 +1,4 @@
-"""BPF congestion controls built on the host for the VM's kernel (mprig/rig/vmbpf.py): the
+"""BPF congestion controls built on the host for the VM's kernel (mprig/stack/vmbpf.py): the
 release and the vmlinux ELF read from a bzImage, and a prebuild that the guest finds fresh
 (the same header the guest would dump, objects only where stale)."""
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mprig.rig import vmbpf, vmprobe
+from mprig.rig import vmprobe
+from mprig.stack import vmbpf
 
 
 def bzimage(version: bytes, payload: bytes) -> bytes:

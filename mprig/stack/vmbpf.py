@@ -6,19 +6,24 @@ each) where the host takes about a second each. The objects go where the guest l
 from its image: the same header the guest would make, so the guest finds them fresh.
 
 Best effort: a kernel image this cannot read (another compression, no BTF) or missing
-build tools leave the build to the guest, as before.
+build tools leave the build to the guest, as before. Here in the stack stage, not beside
+the VM code in rig/: building a congestion control is the stack's business, and rig/ imports
+no later stage (docs/architecture.md); callers build first, then boot (`for_vm`).
 """
 
 from __future__ import annotations
 
 import lzma
 import struct
+import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mprig.errors import MprigError
+from mprig.rig import vm
+from mprig.rig.vmprobe import find_kernel
 from mprig.stack import bpfcc
 
 # bzImage: the setup header's "HdrS" at 0x202; kernel_version (0x20E) points at the version
@@ -64,6 +69,26 @@ def _gunzip(data: bytes) -> bytes | None:
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
     except zlib.error:
         return None
+
+
+def for_vm(names: Iterable[str], say: Callable[[str], None] | None = None) -> list[str]:
+    """Build those of `names` that are mprig BPF programs for the kernel VM mode boots, into
+    the cache the guest reads (vm.bpf_cache()), before run_in_vm or VmSession boots it;
+    returns the names built. Nothing when there is no cache or no kernel image (the boot
+    says so itself)."""
+    names = list(names)
+    cache = vm.bpf_cache()
+    if cache is None or not names:
+        return []
+    try:
+        kernel = find_kernel()
+    except MprigError:
+        return []
+    return prebuild(kernel, cache, names, say or _say)
+
+
+def _say(text: str) -> None:
+    print(f"mprig: {text}", file=sys.stderr, flush=True)
 
 
 def prebuild(
