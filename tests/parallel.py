@@ -5,8 +5,12 @@ about 1.2 of a 2-core machine's cores (measured here: 58 % busy on average); the
 (8 minutes, one core) and the native integration tests (about 21 minutes, mostly waiting on
 real-time traffic) fit beside them. One after the other they took 57-62 minutes, over the
 45-minute CI budget. Every campaign the VM tests run in the guest runs while the others
-wait (tests/quiet.py), so what overlaps is the boots and the checks: 56 minutes on a fresh
-clone on 2026-11-30 (VM tests 31 minutes, 22 of them alone).
+wait (tests/quiet.py), so what overlaps is the boots and the checks: 64 minutes on a fresh
+clone on 2026-11-30 (VM tests 38 minutes, 27 of them alone in quiet sections; the others
+about 37 minutes of their own), over the budget. Two measurements, the guest's campaigns
+and the native traffic tests, cannot share 2 cores, so about 47 of those minutes are
+serial; each campaign's rig is now built before its quiet section (vmcampaign.rig_up: about
+44 s each under emulation).
 
 The other tests print here as they run; the VM tests write to build/test-logs/vm.log
 (follow it with `tail -f`), which is printed when both are done. Extra arguments go to both

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from quiet import quiet
 from sharedvm import SHARED
+from vmcampaign import rig_up
 
 from reports import paperplans, reproduce
 from reports.results import Results, load
@@ -53,8 +54,10 @@ def results() -> Iterator[dict[str, Results]]:
     try:
         vm = SHARED.get()
         for name in CAMPAIGNS:
-            argv = _mprig("run", str(campaign_file(name, out)))
-            argv += ["--no-vm", "--quiet", "--rig", RIG, "--results", str(out)]
+            spec = campaign_file(name, out)
+            argv = _mprig("run", str(spec), "--no-vm", "--quiet", "--rig", RIG)
+            argv += ["--results", str(out)]
+            rig_up(vm, spec, RIG)  # before the quiet section: not a measurement
             with quiet(f"{name} campaign"):  # measurements in the guest: the others wait
                 done = vm.run(argv, timeout=1200)
             assert done.returncode in (0, 1), done.stderr[-2000:]
