@@ -72,3 +72,23 @@ def test_an_unreadable_kernel_is_left_to_the_guest(tmp_path: Path) -> None:
     assert said and "the VM builds them" in said[0]
     (tmp_path / "vmlinuz-junk").write_bytes(b"junk" * 1000)
     assert vmbpf.prebuild(tmp_path / "vmlinuz-junk", tmp_path, ["lia"], said.append) == []
+
+
+def test_for_vm_builds_into_the_guests_cache_for_the_kernel_vm_mode_boots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """for_vm picks the cache the guest reads (MPRIG_BPF_CACHE) and the kernel VM mode boots
+    (MPRIG_VM_KERNEL here, a copy of the real one); nothing to do, or no kernel, is a no-op
+    (the boot names a missing kernel itself)."""
+    cache, kernel = tmp_path / "cache", tmp_path / "vmlinuz-copy"
+    kernel.write_bytes(vmprobe.find_kernel().read_bytes())
+    monkeypatch.setenv("MPRIG_BPF_CACHE", str(cache))
+    monkeypatch.setenv(vmprobe.VM_KERNEL_ENV, str(kernel))
+    said: list[str] = []
+    assert vmbpf.for_vm(["cubic", "reno"], said.append) == [] == said  # not mprig's programs
+    assert vmbpf.for_vm(["lia"], said.append) == ["lia"]
+    release = vmbpf.kernel_release(kernel.read_bytes())
+    assert (cache / str(release) / "lia.o").stat().st_size > 0
+    assert vmbpf.for_vm(["lia"], said.append) == []  # fresh now
+    monkeypatch.setenv(vmprobe.VM_KERNEL_ENV, str(tmp_path / "vmlinuz-none"))
+    assert vmbpf.for_vm(["cwa"], said.append) == []
