@@ -11,10 +11,12 @@ import statistics
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from mprig import _pcapmerge
 from mprig.rig.host import check_interface
+from mprig.run import traffic
 
 SSH_PORT = 22  # the management SSH traffic is left out of every capture
 # IP only: ARP, LLDP and the EAPOL frames of a Wi-Fi client's WPA2 key exchange stay out.
@@ -132,33 +134,37 @@ def _if_name(options: bytes) -> str:
     return ""
 
 
-# The ss sampler: on a fixed schedule every $1 microseconds, a `# <unix time>` header, then
-# `ss -tinHM` filtered to the traffic ports. A constant script (no campaign value reaches
-# this shell) in which `ss` is the only program started per sample: the time comes from
-# $EPOCHREALTIME and the wait from `read -t` on a pipe nobody writes to, both bash builtins.
-# (`date` and `sleep` on top of `ss` cost 0.05-0.3 s each under VM emulation: the old
-# `date; ss; sleep 0.1` loop sampled every 0.5-0.8 s there, and 0.107 s natively.) Each
-# sample is due one interval after the previous one was due, not after it ended, so the
-# cost of a sample does not add up; a sampler more than SS_CATCH_UP intervals behind (a
-# stalled host) starts a new schedule rather than firing a burst, and a clock stepped back
-# does not make it wait longer than one interval.
-SS_CATCH_UP = 3
-SS_SCRIPT = (
-    "export LC_ALL=C; step=$1; exec 3<> <(:); due=${EPOCHREALTIME/./}; "
-    "while :; do printf '# %s\\n' \"$EPOCHREALTIME\"; "
-    "ss -tinHM '( sport = :5201 or dport = :5201 or sport = :5202 or dport = :5202 )'; "
-    "now=${EPOCHREALTIME/./}; due=$((due + step)); "
-    f"[ $due -lt $((now - {SS_CATCH_UP} * step)) ] && due=$now; "
-    "[ $due -gt $((now + step)) ] && due=$((now + step)); "
-    "w=$((due - now)); [ $w -gt 0 ] || continue; us=$((1000000 + w % 1000000)); "
-    'read -t "$((w / 1000000)).${us#1}" -u 3; done'
-)
+# The ss sampler (mprig/run/ss_agent.py): one process on the sender that writes, on a fixed
+# schedule every SS_INTERVAL_S, a `# <unix time>` header and what `ss -tinHM` prints for the
+# traffic ports, from its own sock_diag netlink socket. It replaced a bash loop that ran
+# `ss` for each sample: under VM emulation an `ss` costs 0.3-0.8 s (exec and 17 shared
+# libraries), so that loop ran back to back and itself took the guest from 79 % to 96 % busy
+# beside a 50 Mbit/s flow. Each sample is due one interval after the previous one was due,
+# not after it ended; a sampler more than 3 intervals behind starts a new schedule rather
+# than firing a burst. SIGTERM ends it between two samples.
 SS_INTERVAL_S = 0.1  # the ss sampler's configured interval
+SS_PORTS = (traffic.IPERF3_PORT, traffic.BULK_PORT)  # the sockets it reports
+SS_SOURCE_NAME = "mprig/run/ss_agent.py"  # how `mprig plan --commands` shows its source
 
 
-def ss_sampler_argv(interval_s: float = SS_INTERVAL_S) -> list[str]:
-    """The ss sampler, run in the background on the sender; its stdout is the artifact."""
-    return ["bash", "-c", SS_SCRIPT, "mprig-ss", str(round(interval_s * 1e6))]
+@cache
+def ss_source() -> str:
+    """The sampler's source text, sent as `python3 -c`."""
+    return Path(__file__).with_name("ss_agent.py").read_text()
+
+
+def ss_sampler_argv(
+    interval_s: float = SS_INTERVAL_S, ports: Sequence[int] = SS_PORTS
+) -> list[str]:
+    """The ss sampler, run in the background on the sender; its stdout is the artifact.
+    `-I -S`: no user site, no site module (a second less to start under emulation)."""
+    interval = str(round(interval_s * 1e6))
+    return ["python3", "-I", "-S", "-c", ss_source(), interval, *map(str, ports)]
+
+
+def ss_shown(argv: list[str]) -> list[str]:
+    """The sampler's argv for people (`mprig plan --commands`): its source as a name."""
+    return [SS_SOURCE_NAME if a == ss_source() else a for a in argv]
 
 
 def ss_interval(samples: list[SsSample]) -> dict[str, float | int | None]:

@@ -227,7 +227,7 @@ def for_run(
     return [
         *c.setup,
         *caps,
-        (snd, capture.ss_sampler_argv()),
+        (snd, capture.ss_shown(capture.ss_sampler_argv())),
         *[(h, capture.nstat_argv()) for h in ("client", "server")],
         *([apps.shown(c.server)] if c.server else []),
         *[(h, latency.shown(cross_shown(rbpm_run.shown(argv)))) for h, argv, _ in c.background],

@@ -63,11 +63,12 @@ def download(tmp: Path, controlled: bool) -> tuple[float, list[dict[str, Any]]]:
     """One iperf3 -R download beside the runner's ss sampler on the server; with the
     controller when `controlled`. Goodput (bit/s, the receiver's) and the controller's log."""
     port = next(PORTS)
-    script = capture.SS_SCRIPT.replace("5201", str(port))
     ss_txt, log = tmp / f"ss-{port}.txt", tmp / f"rbpm-{port}.jsonl"
     ex = ["ip", "netns", "exec"]
     with open(ss_txt, "w") as out:
-        sampler = subprocess.Popen([*ex, SERVER, "bash", "-c", script, "s", "100000"], stdout=out)
+        sampler = subprocess.Popen(
+            [*ex, SERVER, *capture.ss_sampler_argv(ports=[port])], stdout=out
+        )
     srv = subprocess.Popen([*ex, SERVER, "mptcpize", "run", "iperf3", "-s", "-1", "-p", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     ctl = None

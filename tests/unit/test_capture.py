@@ -65,9 +65,10 @@ def test_ss_interval_from_sample_times() -> None:
 
 
 def test_ss_sampler_takes_its_interval_as_an_argument() -> None:
-    argv = capture.ss_sampler_argv(0.25)
-    assert argv == ["bash", "-c", capture.SS_SCRIPT, "mprig-ss", "250000"]
-    assert capture.ss_sampler_argv()[-1] == "100000"
+    argv = capture.ss_sampler_argv(0.25, ports=[6000])
+    assert argv == ["python3", "-I", "-S", "-c", capture.ss_source(), "250000", "6000"]
+    assert capture.ss_sampler_argv()[-3:] == ["100000", "5201", "5202"]
+    assert capture.ss_shown(argv)[4] == "mprig/run/ss_agent.py"
 
 
 def test_nstat_is_read_by_bash_builtins() -> None:

@@ -66,7 +66,8 @@ def test_mptcp_download_full_command_list() -> None:
                   "not", "tcp", "port", "22"])
           for host, dev in [("client", "wlan0"), ("client", "wwan0"), ("server", "p1"),
                             ("server", "p2")]],
-        ("server", commands.capture.ss_sampler_argv()),
+        ("server", ["python3", "-I", "-S", "-c", "mprig/run/ss_agent.py", "100000", "5201",
+                    "5202"]),
         ("client", commands.capture.nstat_argv()),
         ("server", commands.capture.nstat_argv()),
         ("server", ["mptcpize", "run", "iperf3", "-s", "-1", "-J", "-B", "10.9.0.1", "-p",

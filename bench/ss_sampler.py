@@ -1,0 +1,113 @@
+"""CPU per sample of the ss sampler (mprig/run/ss_agent.py) against its peer, `ss -tinHM`
+run once per sample as the old bash sampler did, both in the same run.
+
+    .venv/bin/python -m bench.ss_sampler [--samples 200] [--vm]
+
+Needs root: a namespace holding one idle MPTCP connection on loopback (its two subflows,
+its two MPTCP sockets). Each side
+takes SAMPLES samples to /dev/null: the peer as `for ...; do ss ...; done` in one bash, the
+sampler with a 1 ms interval until it has written SAMPLES headers; CPU is user + system
+time of the children (startup included, spread over the samples). Target: the sampler
+costs at most half of the peer per sample natively, where both pay the kernel's walk of its
+established-socket hash (262144 buckets on a 24 GB host, about 2 ms; the sampler walks it
+once a sample, ss twice) and the exec is cheap. `--vm` runs the same inside the campaign
+VM (the guest mprig's campaigns run in), where an exec and ss's 17 shared libraries cost
+0.3 s under software emulation: the case the sampler is for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+
+from mprig.run import capture
+
+TARGET_RATIO = 0.5
+PORT = 5201
+HOLD = f"""
+import socket, time
+a = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+a.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+a.bind(("127.0.0.1", {PORT})); a.listen(4)
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+c.connect(("127.0.0.1", {PORT})); s, _ = a.accept()
+c.sendall(bytes(1 << 20)); s.recv(1 << 16)
+print("ready", flush=True); time.sleep(600)
+"""
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def peer(ns: str, samples: int) -> float:
+    loop = f'for ((i = 0; i < {samples}; i++)); do ss -tinHM "$1"; done'
+    flt = f"( sport = :{PORT} or dport = :{PORT} )"
+    before = children_cpu()
+    subprocess.run(["ip", "netns", "exec", ns, "bash", "-c", loop, "peer", flt],
+                   stdout=subprocess.DEVNULL, check=True)  # fmt: skip
+    return (children_cpu() - before) / samples
+
+
+def sampler(ns: str, samples: int) -> float:
+    argv = ["ip", "netns", "exec", ns, *capture.ss_sampler_argv(0.001, ports=[PORT])]
+    before = children_cpu()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    seen = 0
+    while seen < samples:
+        line = p.stdout.readline()
+        if not line:
+            raise SystemExit("bench.ss_sampler: the sampler ended early")
+        seen += line.startswith(b"# ")
+    p.terminate()
+    p.communicate()
+    return (children_cpu() - before) / samples
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--vm", action="store_true", help="inside the campaign VM")
+    args = ap.parse_args()
+    if args.vm:
+        from mprig.rig import vm
+
+        inner = [sys.executable, "-m", "bench.ss_sampler", "--samples", str(args.samples)]
+        return vm.run_in_vm(inner, [], timeout=1800)
+    if os.geteuid() != 0:
+        print("bench.ss_sampler: needs root (a network namespace); skipped", file=sys.stderr)
+        return 0
+    ns = f"mprig-bench-ss-{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    hold = None
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        hold = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", HOLD],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert hold.stdout is not None
+        if hold.stdout.readline().strip() != "ready":
+            raise SystemExit("bench.ss_sampler: no MPTCP connection in the namespace")
+        time.sleep(0.2)
+        ss_s, agent_s = peer(ns, args.samples), sampler(ns, args.samples)
+    finally:
+        if hold is not None:
+            hold.kill()
+            hold.wait()
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    ratio = agent_s / ss_s
+    ok = ratio <= TARGET_RATIO
+    print(f"ss per sample {ss_s * 1e3:.2f} ms CPU, the sampler {agent_s * 1e3:.2f} ms "
+          f"({args.samples} samples each): ratio {ratio:.3f} (target <= {TARGET_RATIO}) "
+          f"{'ok' if ok else 'MISSED'}")  # fmt: skip
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
