@@ -150,6 +150,9 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
     waits: list[tuple[str, Cmd]] = []
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
+    # its first sample written, then traffic: a cold Python under busy emulation took 1-3 s,
+    # and the samples missed the first seconds of a run
+    waits.append((snd, wait_cmd('logged "$1" "$2"', f"{a.remote(snd)}/ss.txt", "# ", limit=60)))
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
     for host, path in latency.ready_logs(a.run, a.remote):  # first echo sent, then traffic

@@ -4,8 +4,9 @@ client and a server namespace; its two subflows and its MPTCP socket seen by `ss
 just before and just after one of the sampler's samples. Every field of every socket must
 agree: the same fields, a value `ss` showed both times is the sampler's value, and a value
 that moved between the two `ss` runs lies between them when it only grows (counters, times
-since the last packet) and has the same form otherwise (an RTT, a window). Once with the
-connection idle, once while it moves data.
+since the last packet) and has the same form otherwise (an RTT, a window). With the
+connection idle, while it moves data, and over IPv6 (fd00:123:1::/64, one subflow); on the
+client and on the dual-stack server, whose sockets are IPv4-mapped as iperf3's are.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespace
 PEER = """
 import socket, sys, time
 mode = sys.argv[1]
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
-if mode == "server":
+family = socket.AF_INET6 if mode == "server" or ":" in sys.argv[2] else socket.AF_INET
+s = socket.socket(family, socket.SOCK_STREAM, 262)
+if mode == "server":  # dual-stack, as iperf3: IPv4 peers as IPv4-mapped IPv6 sockets
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", PORT)); s.listen(1)
+    s.bind(("::", PORT)); s.listen(1)
     c, _ = s.accept()
     while c.recv(1 << 16):
         pass
@@ -63,27 +65,30 @@ def rig() -> Iterator[None]:
             caddr = f"10.123.{i}.1"
             veth_pair((CLIENT, f"{TAG}c{i}", caddr), (SERVER, f"{TAG}s{i}", f"10.123.{i}.2"))
             policy_route(CLIENT, i, f"{TAG}c{i}", caddr, "10.123.0.0/16", endpoint=i > 1)
+        for host, end in ((CLIENT, "c1"), (SERVER, "s1")):  # IPv6 on path 1 only
+            addr = f"fd00:123:1::{1 if host == CLIENT else 2}/64"
+            ns(host, "ip", "addr", "add", addr, "dev", f"{TAG}{end}", "nodad")
         yield
 
 
-def connection(mode: str) -> list[subprocess.Popen[bytes]]:
+def connection(mode: str, v6: bool) -> list[subprocess.Popen[bytes]]:
     ex = ["ip", "netns", "exec"]
     srv = subprocess.Popen([*ex, SERVER, sys.executable, "-c", PEER, "server"])
     wait_listening(SERVER, PORT, srv)
-    cli = subprocess.Popen([*ex, CLIENT, sys.executable, "-c", PEER, mode, SERVER_ADDR,
-                            "10.123.1.1"])  # fmt: skip
+    ends = ["fd00:123:1::2", "fd00:123:1::1"] if v6 else [SERVER_ADDR, "10.123.1.1"]
+    cli = subprocess.Popen([*ex, CLIENT, sys.executable, "-c", PEER, mode, *ends])
     return [srv, cli]
 
 
-def ss_now() -> str:
-    return ns(CLIENT, "ss", "-tinHM", FILTER)
+def ss_now(host: str = CLIENT) -> str:
+    return ns(host, "ss", "-tinHM", FILTER)
 
 
-def sampler_once(tmp: Path) -> str:
+def sampler_once(tmp: Path, host: str) -> str:
     """One sample of the sampler in the client (a 10 s interval, stopped after the first:
     a sample is one write, and SIGTERM ends the sampler between two samples)."""
-    argv = ["ip", "netns", "exec", CLIENT, *capture.ss_sampler_argv(10.0, ports=[PORT])]
-    out = tmp / "ss.txt"
+    argv = ["ip", "netns", "exec", host, *capture.ss_sampler_argv(10.0, ports=[PORT])]
+    out = tmp / f"ss-{host}.txt"
     with out.open("w") as f:
         p = subprocess.Popen(argv, stdout=f)
     deadline = time.monotonic() + 30
@@ -189,7 +194,8 @@ def settle(want_subflows: int = 2, limit: float = 20.0) -> None:
     while time.monotonic() < deadline:
         text = ss_now()
         subs = [s for s in ss_parse.parse_ss(f"# 0\n{text}").itertuples() if s.netid == "tcp"]
-        if len(subs) >= want_subflows and "subflows:" in text:
+        joined = "subflows:" in text or want_subflows == 1  # ss counts the joins
+        if len(subs) >= want_subflows and "mptcp" in text.split() and joined:
             return
         time.sleep(0.2)
     raise AssertionError(f"no MPTCP connection with {want_subflows} subflows:\n{ss_now()}")
@@ -212,23 +218,29 @@ def quiet(limit: float = 30.0) -> None:
     raise AssertionError(f"the connection still moves data after {limit:.0f} s:\n{ss_now()}")
 
 
-@pytest.mark.parametrize("mode", ["idle", "slow"])
+@pytest.mark.parametrize("mode", ["idle", "slow", "idle-v6"])
 def test_the_sampler_prints_what_ss_prints(rig: None, mode: str, tmp_path: Path) -> None:
-    procs = connection("fast" if mode == "idle" else "slow")
+    """On both ends: the client's IPv4 (or IPv6) sockets, the server's IPv4-mapped ones."""
+    v6 = mode.endswith("v6")
+    procs = connection("slow" if mode == "slow" else "fast", v6)
     try:
-        settle()
-        if mode == "idle":
-            quiet()
-        else:
+        settle(want_subflows=1 if v6 else 2)
+        if mode == "slow":
             time.sleep(1)  # data moving
-        before = ss_now()
-        got = sampler_once(tmp_path)
-        after = ss_now()
-        assert "tcp-ulp-mptcp" in got and "mptcp" in got.split()
-        assert not agree(before, got, after), "\n".join(agree(before, got, after))
-        # and the collector reads it as it reads ss: the same columns, the same sockets
-        assert list(ss_parse.parse_ss(got).columns) == list(ss_parse.COLUMNS)
-        assert len(ss_parse.parse_ss(got)) == len(sockets(before))
+        else:
+            quiet()
+        for host in (CLIENT, SERVER):
+            before = ss_now(host)
+            got = sampler_once(tmp_path, host)
+            after = ss_now(host)
+            assert "tcp-ulp-mptcp" in got and "mptcp" in got.split()
+            assert ("[fd00:123:1::" in got) == v6 and ("[::ffff:10.123." in got) == (
+                host == SERVER and not v6
+            )
+            assert not agree(before, got, after), "\n".join(agree(before, got, after))
+            # and the collector reads it as it reads ss: the same columns, the same sockets
+            assert list(ss_parse.parse_ss(got).columns) == list(ss_parse.COLUMNS)
+            assert len(ss_parse.parse_ss(got)) == len(sockets(before))
     finally:
         for p in procs:
             p.kill()
