@@ -1,7 +1,8 @@
 """A run's artifacts: which remote files become artifacts and their names in the bundle,
-the fetch (one streamed tar per host, per-interface captures joined into one pcapng per
-host), and what the runner reads back from them for run.json (tcpdump's kernel drops,
-the ss sampler's interval, the traffic tool's summary).
+the fetch (one streamed tar per lab host, a virtual rig's files taken where its namespaces
+wrote them; per-interface captures joined into one pcapng per host), and what the runner
+reads back from them for run.json (tcpdump's kernel drops, the ss sampler's interval, the
+traffic tool's summary).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import contextlib
 import errno
 import functools
 import json
+import os
 import shutil
+import stat
 import tarfile
 import tempfile
 import time
@@ -79,7 +82,10 @@ def fetch_stage(a: Attempt) -> None:
                 _untar, host=host, wanted=wanted, parts=parts, staging=a.staging
             )
             try:
-                a.rig.hosts[host].read_tar(a.remote(host), files[host], take)
+                if a.rig.mode in LOCAL_MODES:
+                    _take_local(Path(a.remote(host)), host, wanted, parts, a.staging)
+                else:
+                    a.rig.hosts[host].read_tar(a.remote(host), files[host], take)
             except HostError as e:
                 raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
             except tarfile.TarError as e:
@@ -93,6 +99,43 @@ def fetch_stage(a: Attempt) -> None:
         join_captures(a, parts)
     a.stage_s["fetch"] = round(t1 - t0, 3)
     a.stage_s["join"] = round(time.monotonic() - t1, 3)
+
+
+# Rig modes whose hosts are network namespaces of this machine: their files are ours.
+LOCAL_MODES = ("virtual-native", "virtual-vm")
+
+
+def _take_local(directory: Path, host: str, wanted: set[str], parts: Path, staging: Path) -> None:
+    """A virtual rig's host writes into this machine's file system (its namespaces share
+    it), so its files are taken from its directory as the tar would bring them, without a
+    tar through its SSH session: under VM emulation that stream of a run's 56 MB of
+    captures took 17 s of its 85. Per-interface captures are hard-linked into `parts`
+    (copied where they cannot be), the rest copied to staging; only regular files, as
+    the tar takes. Each file taken is taken out of `wanted`."""
+    for name in sorted(wanted):
+        src = directory / name
+        try:
+            st = os.lstat(src)
+        except FileNotFoundError:
+            continue  # named among those not fetched
+        if not stat.S_ISREG(st.st_mode):
+            raise RunFailed(f"{host}: {name} is not a file", transient=True)
+        to = parts if _joined(name) else staging
+        dst = to / bundle_name(host, name)
+        if not (to is parts and _linked(src, dst)):
+            with open(src, "rb") as f:
+                unpack(f, st.st_size, dst, staging)
+        wanted.discard(name)
+
+
+def _linked(src: Path, dst: Path) -> bool:
+    """A hard link, where src and dst share a file system (not across them, or on one
+    without links)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        return False
+    return True
 
 
 def _untar(stream: IO[bytes], host: str, wanted: set[str], parts: Path, staging: Path) -> None:
