@@ -21,6 +21,7 @@ MPTCP connections. Self-contained on purpose (a lab host has Python, not mprig).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -48,6 +49,7 @@ NLMSG = struct.Struct("=IHHII")
 REQ = struct.Struct("=BBBxI48x")  # inet_diag_req_v2, the socket id left empty (a dump)
 REQ_V1 = struct.Struct("=BxxB48xIxxxx")  # inet_diag_req: family, ext, states (dbs 0)
 MSG = struct.Struct("=BBBB2s2s16s16sI8sIIIII")  # inet_diag_msg; ports are big-endian
+PORTS = struct.Struct("!HH")  # its source and destination ports, at offset 4
 RTA = struct.Struct("=HH")
 # struct tcp_info as of Linux 6.1 (linux/tcp.h); newer kernels append fields, older ones
 # send fewer (zero-filled here, as ss does)
@@ -134,8 +136,14 @@ def tcp_text(a: dict[int, bytes]) -> str:
 
 def plain(i: dict[str, int], names: str) -> list[str]:
     """`name:value` for each of `names` ("field" or "field=name") that is not zero."""
-    pairs = (n.partition("=")[::2] for n in names.split())
-    return [f"{name or key}:{i[key]}" for key, name in pairs if i[key]]
+    return [f"{name}:{i[key]}" for key, name in pairs(names) if i[key]]
+
+
+@functools.cache
+def pairs(names: str) -> tuple[tuple[str, str], ...]:
+    """("field", "name") of each of `names`, parsed once (a sample asks a dozen times per
+    socket, and under emulation every Python step counts)."""
+    return tuple((k, v or k) for k, _, v in (n.partition("=") for n in names.split()))
 
 
 def tcp_stats(i: dict[str, int], a: dict[int, bytes]) -> list[str]:
@@ -276,8 +284,8 @@ class Sampler:
         self.seq = 0
 
     def request(self, kind: int, body: bytes) -> list[tuple[bytes, dict[int, bytes]]] | None:
-        """(inet_diag_msg, attributes) of each socket a dump request returns; None when the
-        kernel refuses it."""
+        """(inet_diag_msg, attributes) of each socket of the traffic ports a dump request
+        returns; None when the kernel refuses it."""
         self.seq += 1
         head = NLMSG.pack(NLMSG.size + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0)
         self.sock.sendto(head + body, (0, 0))
@@ -297,7 +305,9 @@ class Sampler:
                     return out
                 if kind == NLMSG_ERROR:
                     return None
-                out.append((bytes(msg[: MSG.size]), attrs(msg, MSG.size)))
+                sport, dport = PORTS.unpack_from(msg, 4)
+                if sport in self.ports or dport in self.ports:  # the others left unparsed
+                    out.append((bytes(msg[: MSG.size]), attrs(msg, MSG.size)))
 
     def tcp(self) -> list[tuple[bytes, dict[int, bytes]]]:
         """The TCP sockets of both families from one walk of the kernel's established-socket
@@ -335,8 +345,6 @@ class Sampler:
                     msg
                 )
                 sport, dport = int.from_bytes(sport, "big"), int.from_bytes(dport, "big")
-                if sport not in self.ports and dport not in self.ports:
-                    continue
                 name = STATE_NAMES[state] if state < len(STATE_NAMES) else "UNKNOWN"
                 local = address(fam, src, sport, ifindex)
                 lines.append(f"{netid}   {name} {rq:<6d} {wq:<6d} {local} "
