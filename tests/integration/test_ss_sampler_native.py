@@ -52,6 +52,9 @@ def test_samples_every_configured_interval(flow: None, tmp_path: Path) -> None:
     with out.open("w") as f:
         argv = ["ip", "netns", "exec", SND, *capture.ss_sampler_argv()]
         p = subprocess.Popen(argv, stdout=f, start_new_session=True)
+        deadline = time.monotonic() + 30  # its first sample (a cold Python start), then 4 s
+        while not out.stat().st_size and time.monotonic() < deadline:
+            time.sleep(0.01)
         time.sleep(4)
         os.killpg(p.pid, signal.SIGTERM)
         p.wait()
