@@ -7,7 +7,9 @@ Needs root: a namespace holding one idle MPTCP connection on loopback (its two s
 its two MPTCP sockets). Each side
 takes SAMPLES samples to /dev/null: the peer as `for ...; do ss ...; done` in one bash, the
 sampler with a 1 ms interval until it has written SAMPLES headers; CPU is user + system
-time of the children (startup included, spread over the samples). Target: the sampler
+time of the children (startup included, spread over the samples); then what a start
+costs, and how a sample's CPU splits between its netlink requests (the kernel) and
+Python's parsing and printing. Target: the sampler
 costs at most half of the peer per sample natively, where both pay the kernel's walk of its
 established-socket hash (262144 buckets on a 24 GB host, about 2 ms; the sampler walks it
 once a sample, ss twice) and the exec is cheap. `--vm` runs the same inside the campaign
@@ -71,6 +73,34 @@ def sampler(ns: str, samples: int) -> float:
     return (children_cpu() - before) / samples
 
 
+# In the namespace, in one process: a sample's CPU and the part of it its netlink requests
+# take (the kernel's walk and the copy), the rest being Python's parsing and printing.
+SPLIT = """
+import sys, time
+ns = {"__name__": "ss_agent"}
+exec(compile(sys.argv[1], "ss_agent", "exec"), ns)
+sm, n = ns["Sampler"]({int(sys.argv[3])}), int(sys.argv[2])
+t = time.process_time()
+for _ in range(n):
+    sm.sample()
+whole = (time.process_time() - t) / n
+t = time.process_time()
+for _ in range(n):
+    sm.tcp(); sm.dump(2, 262); sm.dump(10, 262)
+print(whole, (time.process_time() - t) / n)
+"""
+
+
+def split(ns: str, samples: int) -> tuple[float, float]:
+    """CPU seconds of one sample, and of its requests alone."""
+    argv = ["ip", "netns", "exec", ns, sys.executable, "-I", "-S", "-c", SPLIT,
+            capture.ss_source(), str(samples), str(PORT)]  # fmt: skip
+    whole, requests = subprocess.run(
+        argv, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return float(whole), float(requests)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=200)
@@ -96,6 +126,8 @@ def main() -> int:
             raise SystemExit("bench.ss_sampler: no MPTCP connection in the namespace")
         time.sleep(0.2)
         ss_s, agent_s = peer(ns, args.samples), sampler(ns, args.samples)
+        start_s = sampler(ns, 1) - agent_s  # one sample's CPU beyond the steady cost
+        whole_s, requests_s = split(ns, args.samples)
     finally:
         if hold is not None:
             hold.kill()
@@ -106,6 +138,9 @@ def main() -> int:
     print(f"ss per sample {ss_s * 1e3:.2f} ms CPU, the sampler {agent_s * 1e3:.2f} ms "
           f"({args.samples} samples each): ratio {ratio:.3f} (target <= {TARGET_RATIO}) "
           f"{'ok' if ok else 'MISSED'}")  # fmt: skip
+    print(f"the sampler: start {start_s * 1e3:.0f} ms CPU (ip netns exec, Python, the "
+          f"source compiled); a sample in one process {whole_s * 1e3:.2f} ms, of which its "
+          f"netlink requests {requests_s * 1e3:.2f} ms")  # fmt: skip
     return 0 if ok else 1
 
 
