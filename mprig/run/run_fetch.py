@@ -78,13 +78,13 @@ def fetch_stage(a: Attempt) -> None:
 
         def fetch(host: str) -> None:
             wanted = set(files[host])
-            take = functools.partial(
-                _untar, host=host, wanted=wanted, parts=parts, staging=a.staging
-            )
             try:
                 if a.rig.mode in LOCAL_MODES:
                     _take_local(Path(a.remote(host)), host, wanted, parts, a.staging)
                 else:
+                    take = functools.partial(
+                        _untar, host=host, wanted=wanted, parts=parts, staging=a.staging
+                    )
                     a.rig.hosts[host].read_tar(a.remote(host), files[host], take)
             except HostError as e:
                 raise RunFailed(f"fetch from {host}: {e}", transient=e.transient) from None
@@ -120,9 +120,8 @@ def _take_local(directory: Path, host: str, wanted: set[str], parts: Path, stagi
             continue  # named among those not fetched
         if not stat.S_ISREG(st.st_mode):
             raise RunFailed(f"{host}: {name} is not a file", transient=True)
-        to = parts if _joined(name) else staging
-        dst = to / bundle_name(host, name)
-        if not (to is parts and _linked(src, dst)):
+        dst = _destination(host, name, parts, staging)
+        if not (dst.parent == parts and _linked(src, dst)):
             with open(src, "rb") as f:
                 unpack(f, st.st_size, dst, staging)
         wanted.discard(name)
@@ -148,8 +147,13 @@ def _untar(stream: IO[bytes], host: str, wanted: set[str], parts: Path, staging:
             if (src := t.extractfile(member)) is None:
                 raise RunFailed(f"{host}: {member.name} is not a file", transient=True)
             wanted.discard(member.name)
-            to = parts if _joined(member.name) else staging
-            unpack(src, member.size, to / bundle_name(host, member.name), staging)
+            unpack(src, member.size, _destination(host, member.name, parts, staging), staging)
+
+
+def _destination(host: str, remote_name: str, parts: Path, staging: Path) -> Path:
+    """Where a fetched file goes: a per-interface capture or log to `parts` (joined from
+    there), the rest to staging, under its bundle name."""
+    return (parts if _joined(remote_name) else staging) / bundle_name(host, remote_name)
 
 
 def unpack(src: IO[bytes], size: int, to: Path, staging: Path) -> None:
