@@ -259,9 +259,11 @@ def _decision_record(
     flags: dict[str, str],
 ) -> dict[str, Any]:
     """One step's inputs, outputs and what was done (see docs/bundle.md, rbpm.jsonl)."""
+    # rtt and o_i to 6 decimals: with RTTs 150 times apart Eq. 2 counts a fast subflow's o_i
+    # 150 times, so the logged inputs give back the logged requirement only at this precision
     subflows = [
-        {"key": f.key, "addr": f.addr, "rtt_ms": round(f.rtt_ms, 3), "mss": f.mss,
-         "pkts": round(f.pkts, 2), "bw_Bps": round(f.bw), "active": f.active,
+        {"key": f.key, "addr": f.addr, "rtt_ms": round(f.rtt_ms, 6), "mss": f.mss,
+         "pkts": round(f.pkts, 6), "bw_Bps": round(f.bw), "active": f.active,
          "score": round(d.scores[f.key], 4), "flags": flags.get(f.key, "")}
         for f in flows
     ]  # fmt: skip

@@ -379,3 +379,20 @@ def test_parse_ss_reads_ipv6_subflows_bound_to_a_device() -> None:
         ("fd00:2:1::2", 53331, "fd00::1"),
         ("fd00:2:1::2", 60381, "fd00::1"),
     ]
+
+
+def test_a_logged_step_gives_back_its_requirement() -> None:
+    # CI's case: a 335 ms path beside 2 ms ones counts each fast subflow 156 times (Eq. 2),
+    # so o_i logged to two decimals put the recomputed requirement 2.3 KB off the logged one
+    flows = [
+        Subflow("10.111.3.1:1", "10.111.3.1", 335.0, MSS, 6.376543, 27_592.3),
+        Subflow("10.111.1.1:2", "10.111.1.1", 2.031, MSS, 0.204999, 139_894.9),
+        Subflow("10.111.2.1:3", "10.111.2.1", 2.125, MSS, 0.214999, 146_102.2),
+    ]
+    d = rbpm_policy.decide(flows, 50_000)
+    record = json.loads(json.dumps(rbpm._decision_record(d, flows, {}, {}, {})))
+    logged = [
+        Subflow(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
+        for f in record["subflows"]
+    ]
+    assert abs(rbpm_policy.required_bytes(logged) - record["required"]) <= 1
