@@ -85,14 +85,54 @@ def sysctl(ns: str, key: str, value: str) -> None:
 # -- building blocks --------------------------------------------------------------------
 
 
+# Each host's namespace gets a TCP established-socket hash of its own with EHASH_ENTRIES
+# buckets (net.ipv4.tcp_child_ehash_entries, Linux 6.1) instead of sharing the kernel's,
+# which has one bucket per 128 KB of RAM: 262144 on a 24 GB host, 32768 in the 4 GB campaign
+# guest. Every socket dump (ss, the ss sampler, the RBPM controller) walks the whole table:
+# under emulation that walk was 7.0 of the sampler's 12.1 ms a sample. A rig host holds a
+# few dozen sockets. The kernel sizes tcp_max_syn_backlog and tcp_max_tw_buckets from the
+# table; each host is given the values a shared table gives (ctl's), so nothing a run can
+# see changes but the walk.
+EHASH_ENTRIES = 1024
+NETNS_DIR = "/run/netns"  # where `ip netns add` mounts a namespace
+SIZED_BY_EHASH = ("net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_max_tw_buckets")
+
+
+def own_hash_parent(parent: str) -> list[str] | None:
+    """Make namespaces created from `parent` get their own hash; the sysctl assignments that
+    give them `parent`'s hash-sized limits; None where the kernel has no per-namespace hash
+    (before 6.1: they share the kernel's, as before)."""
+    values = in_ns(parent, "sysctl", "-n", *SIZED_BY_EHASH, check=False).split()
+    key = "net.ipv4.tcp_child_ehash_entries"
+    if len(values) != len(SIZED_BY_EHASH):
+        return None
+    in_ns(parent, "sysctl", "-q", "-w", f"{key}={EHASH_ENTRIES}", check=False)
+    if in_ns(parent, "sysctl", "-n", key, check=False).strip() != str(EHASH_ENTRIES):
+        return None
+    return [f"{k}={v}" for k, v in zip(SIZED_BY_EHASH, values, strict=True)]
+
+
+def add_namespace(ns: str, parent: str | None = None) -> None:
+    """`ip netns add ns`, from inside `parent`'s network namespace when given (only the
+    network namespace is entered: the mount under NETNS_DIR lands where `ip` looks)."""
+    enter = ["nsenter", f"--net={NETNS_DIR}/{parent}"] if parent else []
+    sh([*enter, "ip", "netns", "add", ns])
+
+
 def create_namespaces(topo: Topology) -> None:
-    """Every namespace, loopback up, IPv6 off (mprig/rig/netns6.py turns it on where used)."""
+    """Every namespace, loopback up, IPv6 off (mprig/rig/netns6.py turns it on where used);
+    the hosts' from ctl's, each with a socket hash of its own (EHASH_ENTRIES)."""
+    ctl, *hosts = topo.namespaces
+    add_namespace(ctl)
+    limits = own_hash_parent(ctl)
+    for ns in hosts:
+        add_namespace(ns, ctl if limits is not None else None)
+    # IPv4 only: no router solicitations or MLD reports in the captures
+    v6_off = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
     for ns in topo.namespaces:
-        sh(["ip", "netns", "add", ns])
         ip(ns, "link", "set", "lo", "up")
-        # IPv4 only: no router solicitations or MLD reports in the captures
-        sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
-        sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+        own = limits if limits is not None and ns != ctl else []
+        in_ns(ns, "sysctl", "-q", "-w", *v6_off, *own)
 
 
 def management(topo: Topology) -> None:

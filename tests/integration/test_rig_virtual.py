@@ -19,7 +19,7 @@ from mprig.campaign.spec import Direction
 from mprig.campaign.spec import Path as SpecPath
 from mprig.errors import HostError, RigBusy
 from mprig.rig import layout as L
-from mprig.rig import provision, virtual
+from mprig.rig import netns, provision, virtual
 from mprig.rig.host import Rig
 from mprig.rig.ssh import SshHost
 from mprig.run.run_attempt import wait_cmd
@@ -213,6 +213,24 @@ def test_offloads_are_off_on_client_interfaces(rig: Rig) -> None:
             "generic-receive-offload": "off",
             "large-receive-offload": "off [fixed]",
         }
+
+
+def test_each_host_walks_a_socket_hash_of_its_own(rig: Rig) -> None:
+    """Every host's namespace has its own 1024-bucket TCP hash (a socket dump walks only
+    it), with the SYN backlog and TIME-WAIT limits a namespace sharing the kernel's gets."""
+    keys = ["net.ipv4.tcp_ehash_entries", *netns.SIZED_BY_EHASH]
+
+    def read(ns: str) -> list[int]:
+        return [int(v) for v in netns.in_ns(ns, "sysctl", "-n", *keys).split()]
+
+    ctl = read(L.namespace(NAME, "ctl"))
+    assert ctl[0] < 0  # ctl shares the kernel's table (a negative size says so)
+    got = {h: read(L.namespace(NAME, h)) for h in rig.hosts}
+    assert got == {h: [netns.EHASH_ENTRIES, *ctl[1:]] for h in rig.hosts}
+    # a dump of the client's own table finds the SSH session this command came in on
+    out = rig.hosts["client"].run(["ss", "-tnH", "state", "established"]).stdout
+    peers = [line.split()[-1].rsplit(":", 1)[0] for line in out.splitlines()]
+    assert L.CTL_ADDR in peers, out
 
 
 def test_client_has_one_table_per_interface(rig: Rig) -> None:
