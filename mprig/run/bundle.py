@@ -185,13 +185,23 @@ def decide(results: Path, run_id: str, *, force: bool, redo_rig_limited: bool = 
     with redo_rig_limited the complete runs that measured the rig (rig_limited_reason)."""
     if force:
         return Decision("run", "force")
+    if redo_rig_limited and (why := _recorded_rig_limited(results / run_id)):
+        return Decision("run", why)  # redone whatever its hashes say: not hashed first
     verdict = verify(results / run_id)
     if verdict.ok:
-        why = rig_limited_reason(read_record(results / run_id)) if redo_rig_limited else None
-        return Decision("run", why) if why else Decision("skip", "complete")
+        return Decision("skip", "complete")
     if verdict.status == "missing" and partial_dir(results, run_id).exists():
         return Decision("run", "partial")
     return Decision("run", verdict.reason)
+
+
+def _recorded_rig_limited(bundle: Path) -> str | None:
+    """rig_limited_reason of a complete run's run.json; None without a readable one."""
+    try:
+        record = read_record(bundle)
+    except ValueError:
+        return None
+    return rig_limited_reason(record) if record.get("status") == "complete" else None
 
 
 def rig_limited_reason(record: dict[str, Any]) -> str | None:

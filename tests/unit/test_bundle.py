@@ -123,6 +123,24 @@ def test_rig_limited_runs_are_redone_only_when_asked(tmp_path: Path) -> None:
     assert bundle.decide(tmp_path, "calm", force=False, redo_rig_limited=True) == keep
 
 
+def test_a_rig_limited_run_to_redo_is_not_hashed_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its bundle goes whatever its hashes say: a campaign VM's shard spent 147 s hashing the
+    29 rig-limited bundles it was about to redo (16-70 MB each over 9p)."""
+    stage(tmp_path, "busy", {"client.pcap": b"hello"})
+    bundle.commit(tmp_path, "busy", {"status": "complete", "rig_cpu": {"rig_limited": True}})
+    (tmp_path / "busy" / "client.pcap").write_bytes(b"tampered")
+
+    def no_hashing(path: Path) -> str:
+        raise AssertionError(f"hashed {path}")
+
+    monkeypatch.setattr(bundle, "sha256_file", no_hashing)
+    assert bundle.decide(tmp_path, "busy", force=False, redo_rig_limited=True) == bundle.Decision(
+        "run", "rig-limited: CPU saturated during the traffic"
+    )
+
+
 def test_an_ns3_run_that_fell_behind_real_time_is_redone_as_rig_limited(tmp_path: Path) -> None:
     """Reports leave out a run whose ns-3 link engine lagged (flag not_realtime) as
     rig-limited; --redo-rig-limited must redo it too, with the same cause."""
