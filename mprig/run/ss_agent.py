@@ -312,7 +312,8 @@ class Sampler:
     def tcp(self) -> list[tuple[bytes, dict[int, bytes]]]:
         """The TCP sockets of both families from one walk of the kernel's established-socket
         hash (the old TCPDIAG_GETSOCK request asks for every family): a dump costs that
-        walk (262144 buckets here, 2 ms natively), which ss's two requests pay twice. IPv4
+        walk, which ss's two requests pay twice (2 ms natively where a namespace shares the
+        kernel's 262144 buckets; a rig host has 1024 of its own, mprig/rig/netns.py). IPv4
         first, as ss prints them."""
         got = self.request(TCPDIAG_GETSOCK, REQ_V1.pack(socket.AF_INET, EXT, STATES))
         if got is None:  # a kernel without the old request: one dump per family, as ss
