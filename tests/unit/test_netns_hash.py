@@ -34,18 +34,21 @@ def fake_kernel(monkeypatch: pytest.MonkeyPatch, per_netns_hash: bool) -> list[l
     return calls
 
 
-def topo() -> netns.Topology:
-    return netns.Topology("t1", (LINK,))
+def build(
+    monkeypatch: pytest.MonkeyPatch, per_netns_hash: bool
+) -> tuple[netns.Topology, list[list[str]], list[list[str]]]:
+    """create_namespaces on a fake kernel: the topology, every command, the `netns add`s."""
+    calls = fake_kernel(monkeypatch, per_netns_hash)
+    t = netns.Topology("t1", (LINK,))
+    netns.create_namespaces(t)
+    return t, calls, [c for c in calls if c[-3:-1] == ["netns", "add"]]
 
 
 def test_hosts_are_created_from_ctl_with_a_hash_of_their_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = fake_kernel(monkeypatch, per_netns_hash=True)
-    t = topo()
-    netns.create_namespaces(t)
+    t, calls, adds = build(monkeypatch, per_netns_hash=True)
     ctl, hosts = t.ns("ctl"), [t.ns(h) for h in t.hosts]
-    adds = [c for c in calls if c[-3:-1] == ["netns", "add"]]
     assert adds == [["ip", "netns", "add", ctl]] + [
         ["nsenter", f"--net=/run/netns/{ctl}", "ip", "netns", "add", ns] for ns in hosts
     ]
@@ -59,9 +62,6 @@ def test_hosts_are_created_from_ctl_with_a_hash_of_their_own(
 def test_a_kernel_without_per_namespace_hashes_gets_the_shared_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = fake_kernel(monkeypatch, per_netns_hash=False)
-    t = topo()
-    netns.create_namespaces(t)
-    adds = [c for c in calls if c[-3:-1] == ["netns", "add"]]
+    t, calls, adds = build(monkeypatch, per_netns_hash=False)
     assert adds == [["ip", "netns", "add", ns] for ns in t.namespaces]
     assert not [c for c in calls if any("tcp_max_syn_backlog=" in a for a in c)]
