@@ -126,7 +126,7 @@ def test_prr_keeps_cwnd_under_loss_where_reno_halves_it(rig: None, programs: lis
     try:
         medians, ssthresh = {}, {}
         for cc in ("reno", "prr"):
-            rows = data_subflows(parse_ss(transfer(cc, 2, mptcp=False)))
+            rows = data_subflows(parse_ss(transfer(cc, 4, mptcp=False)))
             rows = rows[rows["state"] == "ESTAB"].dropna(subset=["ssthresh"])
             assert sorted(set(rows["cc"])) == [cc]
             assert rows["retrans"].max() > 0  # losses happened and were repaired
@@ -135,7 +135,10 @@ def test_prr_keeps_cwnd_under_loss_where_reno_halves_it(rig: None, programs: lis
     finally:
         ns(SERVER, "nft", "delete", "table", "inet", TAG)
     # Reno with 2 % loss settles near sqrt(3/2p) ~ 9 segments; prr does not reduce on
-    # fast recovery, so its window is bounded only by the tbf queue (200 kB).
+    # fast recovery, so its window keeps growing by a segment a round trip (the round trip
+    # growing with its own queue, up to the tbf's 200 kB). Over 2 s that growth left prr's
+    # median only 2.9-7.8 times Reno's (a CI run failed at 2.94); over 4 s 6.3-7.5 times,
+    # 4.0-10.9 with two CPU hogs beside it.
     assert medians["reno"] < 20 and medians["prr"] > 3 * medians["reno"], medians
     # prr's ssthresh follows its window (set to cwnd on each recovery); reno's is a half.
     assert ssthresh["prr"] > 0.9 and ssthresh["reno"] < 0.9, ssthresh
