@@ -47,18 +47,14 @@ SERVER_LOG = "traffic-server.log"  # the traffic server's output; its stem names
 
 
 def setup_stage(a: Attempt, cmds: commands.RunCommands) -> None:
-    """One round trip per host: fresh remote dirs, the kernel's TCP metrics flushed, and
-    tcpdump started (it gets ready while the rest runs); knobs, endpoints, netem; tc,
-    sysctl and nstat snapshots; the ss sampler and the traffic server; then the waits for
-    tcpdump capturing and the server listening."""
+    """One round trip per host: fresh remote dirs, the ss sampler on the sender, the
+    kernel's TCP metrics flushed, and tcpdump started (each gets ready while the rest runs);
+    knobs, endpoints, netem; tc, sysctl and nstat snapshots; the helpers and the traffic
+    server; then the waits for the first sample, tcpdump capturing and the server
+    listening."""
     b = Batch()
-    root = commands.remote_root(a.rig.name)
-    for host in a.hosts():
-        fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
-        b.add(host, Cmd(fresh))
-        if host in isolation.KNOB_HOSTS:  # what earlier runs' connections taught the kernel
-            b.add(host, Cmd(isolation.FLUSH_ARGV))
-    waits = add_captures(a, b)
+    waits = add_fresh(a, b)
+    waits += add_captures(a, b)
     base = a.baseline.hosts if a.baseline else {}
     setup = [*isolation.restore_sysctls(base, a.run.variant), *cmds.setup]
     for host, argv in setup:
@@ -144,15 +140,36 @@ def add_captures(a: Attempt, b: Batch) -> list[tuple[str, Cmd]]:
     return waits
 
 
-def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[str, Cmd]]:
-    """The ss sampler, the helpers and the traffic server start once the settings are in
-    place (sockets take them when created); the wait for the server to listen."""
+def add_fresh(a: Attempt, b: Batch) -> list[tuple[str, Cmd]]:
+    """Each host's fresh run directory, the ss sampler on the sender and the kernel's TCP
+    metrics flushed on client and server; the wait for the sampler's first sample."""
+    root = commands.remote_root(a.rig.name)
     waits: list[tuple[str, Cmd]] = []
+    for host in a.hosts():
+        fresh = ["bash", "-c", CLEAN_SCRIPT, "mprig-dir", root, host, a.remote(host)]
+        b.add(host, Cmd(fresh))
+        if host == commands.sender(a.run):
+            waits += add_sampler(a, b)
+        if host in isolation.KNOB_HOSTS:  # what earlier runs' connections taught the kernel
+            b.add(host, Cmd(isolation.FLUSH_ARGV))
+    return waits
+
+
+def add_sampler(a: Attempt, b: Batch) -> list[tuple[str, Cmd]]:
+    """The ss sampler, started on the sender as soon as its run directory exists: its cold
+    Python start (1.8 s of CPU under emulation) then overlaps the rest of the host's set-up
+    instead of following it (it reads sockets, which no setting changes); the wait for its
+    first sample (added by the caller after the rest of the stage: then the traffic, whose
+    first seconds the samples missed when a busy guest took 1-3 s to start it)."""
     snd = commands.sender(a.run)
     b.add(snd, Cmd(capture.ss_sampler_argv(), log=f"{a.remote(snd)}/ss.txt"))
-    # its first sample written, then traffic: a cold Python under busy emulation took 1-3 s,
-    # and the samples missed the first seconds of a run
-    waits.append((snd, wait_cmd('logged "$1" "$2"', f"{a.remote(snd)}/ss.txt", "# ", limit=60)))
+    return [(snd, wait_cmd('logged "$1" "$2"', f"{a.remote(snd)}/ss.txt", "# ", limit=60))]
+
+
+def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[str, Cmd]]:
+    """The helpers and the traffic server start once the settings are in place (sockets
+    take them when created); the waits for them to be ready and the server to listen."""
+    waits: list[tuple[str, Cmd]] = []
     for host, argv, log in cmds.background:
         b.add(host, Cmd(argv, log=f"{a.remote(host)}/{log}"))
     for host, path in latency.ready_logs(a.run, a.remote):  # first echo sent, then traffic
