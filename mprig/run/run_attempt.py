@@ -60,6 +60,8 @@ class Attempt:
     background: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> kind -> pid
     done: dict[str, list[Done]] = field(default_factory=dict)  # last stage's results
     stage_s: dict[str, float] = field(default_factory=dict)  # stage name -> wall seconds
+    # artifacts hashed as they were staged: name -> (size, mtime_ns, sha256), bundle.Stamp
+    hashed: dict[str, tuple[int, int, str]] = field(default_factory=dict)
 
     def remote(self, host: str) -> str:
         return commands.remote_dir(self.rig.name, self.run.run_id, host)

@@ -188,14 +188,25 @@ def _joined(remote_name: str) -> bool:
 def join_captures(a: Attempt, parts: Path) -> None:
     """Each capturing host's per-interface captures and tcpdump logs (in `parts`) become
     `<host>.pcap` (pcapng, one interface block per data interface, packets in time order)
-    and `tcpdump-<host>.log` in staging."""
+    and `tcpdump-<host>.log` in staging. The capture is joined in `parts` and copied into
+    staging hashed as it is written (a.hashed), so the commit does not read it back; where
+    it cannot be joined in `parts` (full), it is joined into staging and hashed at the
+    commit."""
     cap = a.run.capture
     for host in cap.hosts if cap.enabled else ():
         ifs = capture_interfaces(a.rig, host)
         pcaps = [(i, parts / bundle_name(host, f"{host}-{i}.pcap")) for i in ifs]
         logs = [(i, parts / bundle_name(host, f"tcpdump-{i}.log")) for i in ifs]
+        joined, staged = parts / f".{host}.pcapng", a.staging / f"{host}.pcap"
         try:
-            capture.merge_pcaps(pcaps, a.staging / f"{host}.pcap")
+            try:
+                capture.merge_pcaps(pcaps, joined)
+            except OSError:  # full (the C join names no errno): as before, into staging
+                joined.unlink(missing_ok=True)
+                capture.merge_pcaps(pcaps, staged)
+            else:
+                a.hashed[staged.name] = bundle.copy_hashed(joined, staged)
+                joined.unlink()
         except ValueError as e:
             raise RunFailed(f"{host}: capture: {e}", transient=True) from None
         text = {i: p.read_text(errors="replace") for i, p in logs}

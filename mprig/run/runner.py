@@ -84,7 +84,8 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
     while True:
         attempts += 1
         record = one_attempt(ctx, run, attempts)
-        if record["status"] == "complete" or not record.pop("_transient", False):
+        transient, known = record.pop("_transient", False), record.pop("_hashed", {})
+        if record["status"] == "complete" or not transient:
             break
         if attempts > ctx.retries:
             record["reason"] += f" (gave up after {attempts} attempts)"
@@ -97,7 +98,7 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
         record["timings"]["ended"] - started - record["timings"]["traffic_s"], 3
     )
     with signals_deferred():
-        bundle.commit(ctx.results, run.run_id, record)
+        bundle.commit(ctx.results, run.run_id, record, known)
     return record
 
 
@@ -138,7 +139,8 @@ def one_attempt(ctx: Context, run: Run, number: int) -> dict[str, Any]:
     if cmds is not None or a.background:
         _teardown_quietly(a, cmds)
     record = make_record(ctx, run, a, out, status, reason)
-    record["_transient"] = transient
+    record["_transient"] = transient  # both taken out of the record by execute()
+    record["_hashed"] = a.hashed
     return record
 
 
