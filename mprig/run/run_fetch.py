@@ -205,12 +205,27 @@ def join_captures(a: Attempt, parts: Path) -> None:
                 joined.unlink(missing_ok=True)
                 capture.merge_pcaps(pcaps, staged)
             else:
-                a.hashed[staged.name] = bundle.copy_hashed(joined, staged)
+                a.hashed[staged.name] = _copy_hashed(joined, staged)
                 joined.unlink()
         except ValueError as e:
             raise RunFailed(f"{host}: capture: {e}", transient=True) from None
         text = {i: p.read_text(errors="replace") for i, p in logs}
         (a.staging / bundle_name(host, "tcpdump.log")).write_text(capture.join_tcpdump_logs(text))
+
+
+def _copy_hashed(joined: Path, staged: Path) -> bundle.Stamp:
+    """bundle.copy_hashed into staging; a full file system there stops the campaign as a
+    fetch into it does (OutOfSpace, completed runs kept)."""
+    try:
+        return bundle.copy_hashed(joined, staged)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        free = shutil.disk_usage(staged.parent).free >> 20
+        raise OutOfSpace(
+            f"no space left for {staged.name} ({joined.stat().st_size >> 20} MiB) in "
+            f"{staged.parent} ({free} MiB free); free space and rerun (completed runs are kept)"
+        ) from None
 
 
 def bundle_name(host: str, remote_name: str) -> str:

@@ -6,6 +6,7 @@ made in the scratch directory it is made in staging and hashed at the commit, as
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import struct
@@ -19,7 +20,7 @@ from mprig.campaign.spec import parse_campaign
 from mprig.rig.host import Rig
 from mprig.rig.layout import layout
 from mprig.run import bundle, capture, run_fetch, runner
-from mprig.run.run_attempt import Attempt, capture_interfaces
+from mprig.run.run_attempt import Attempt, OutOfSpace, capture_interfaces
 
 SPEC = """\
 name: hashed
@@ -154,3 +155,16 @@ def test_a_join_that_fails_in_the_scratch_is_made_in_staging_unstamped(
     for h in a.run.capture.hosts:
         assert capture.pcapng_interfaces(a.staging / f"{h}.pcap")
     assert not list(parts.glob("*.pcapng"))
+
+
+def test_a_full_results_file_system_stops_the_campaign_as_a_fetch_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, parts = join_attempt(tmp_path)
+
+    def full(src: Path, dst: Path) -> bundle.Stamp:
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(bundle, "copy_hashed", full)
+    with pytest.raises(OutOfSpace, match=r"no space left for \w+\.pcap .*completed runs are kept"):
+        run_fetch.join_captures(a, parts)
