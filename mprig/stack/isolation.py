@@ -57,13 +57,21 @@ READ_SCRIPT = (
 # server before its knobs are set. A constant script (no campaign value reaches it) that starts
 # three programs (each costs 0.1-0.3 s under VM emulation); it prints the entries it found
 # and the entries left: "tcp_metrics 3 0".
+# One `ip -batch` (each `ip` started costs 0.5-0.7 s in the busy campaign guest): the cache
+# shown, flushed and shown again, lo's link block between the two shows as the marker that
+# splits their entries (an entry's line starts with its address, lo's with "<index>: lo:",
+# then indented lines). No marker: the report cannot be trusted, the script fails.
 FLUSH_SCRIPT = (
-    'count() { local l; n=0; [[ -n $1 ]] && { mapfile -t l <<< "$1"; n=${#l[@]}; }; }; '
-    "had=$(printf '%s\\n' 'tcp_metrics show' 'tcp_metrics flush all' | ip -batch -) && "
-    "left=$(printf '%s\\n' 'tcp_metrics show' 'route flush cache' | ip -batch -) || "
+    "out=$(printf '%s\\n' 'tcp_metrics show' 'tcp_metrics flush all' 'link show dev lo' "
+    "'tcp_metrics show' 'route flush cache' | ip -batch -) || "
     '{ echo "mprig: ip could not flush the TCP metrics cache or the route cache" >&2; exit 1; }; '
     "ip -6 route flush cache 2>/dev/null; "  # fails only where IPv6 is off: nothing cached
-    'count "$had"; h=$n; count "$left"; echo "tcp_metrics $h $n"'
+    "h=0; n=0; s=0; while IFS= read -r l; do [[ -n $l ]] || continue; "
+    "if ((s == 0)); then if [[ $l =~ ^[0-9]+:\\ lo: ]]; then s=1; else h=$((h + 1)); fi; "
+    "elif ((s == 1)) && [[ $l == [[:space:]]* ]]; then :; else s=2; n=$((n + 1)); fi; "
+    'done <<< "$out"; ((s)) || '
+    '{ echo "mprig: ip printed no link block for lo between the two shows" >&2; exit 1; }; '
+    'echo "tcp_metrics $h $n"'
 )
 FLUSH_ARGV = ["bash", "-c", FLUSH_SCRIPT, "mprig-flush"]
 
