@@ -308,17 +308,22 @@ def rtt_ratios(samples: str) -> list[float]:
 
 @pytest.mark.slow
 def test_cwa_narrows_the_subflows_rtt_ratio(uneven: None, programs: list[str]) -> None:
-    ratios: dict[str, list[float]] = {}
-    loads: dict[str, HostLoad] = {}
-    for cc in ("lia", "cwa"):
-        load = HostLoad()
-        ratios[cc] = rtt_ratios(transfer(cc, 10, mptcp=True))
-        loads[cc] = load.stop()
-    medians = {cc: sorted(r)[len(r) // 2] for cc, r in ratios.items()}
-    # lia lets both queues fill (ratio near 2); cwa cuts the slow subflow (here about 1.2-1.3)
-    assert min(len(r) for r in ratios.values()) > 50 and medians["cwa"] < 0.8 * medians["lia"], {
-        cc: (_course(r), loads[cc]) for cc, r in ratios.items()
-    }
+    # lia lets both queues fill (median ratio near 2: 1.92-2.14 in four 10 s transfers on
+    # 2026-11-30); cwa cuts the slow subflow (1.28-1.62 in the same four: cwa/lia 0.60-0.83).
+    # One pair judged against 0.8 failed 2 of those 4 times; three pairs, alternated, are
+    # judged by the median of their three cwa/lia ratios against 0.88 (about two of one
+    # pair's standard deviations over the mean 0.75; a cwa that did nothing, 1.0).
+    pairs: list[dict[str, tuple[float, str, HostLoad]]] = []
+    for _ in range(3):
+        pair = {}
+        for cc in ("lia", "cwa"):
+            load = HostLoad()
+            r = rtt_ratios(transfer(cc, 10, mptcp=True))
+            assert len(r) > 50, (cc, _course(r))
+            pair[cc] = (sorted(r)[len(r) // 2], _course(r), load.stop())
+        pairs.append(pair)
+    rel = sorted(p["cwa"][0] / p["lia"][0] for p in pairs)
+    assert rel[1] < 0.88, (rel, pairs)
 
 
 def _course(ratios: list[float]) -> str:
