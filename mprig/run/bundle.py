@@ -83,9 +83,11 @@ def artifact_hashes(directory: Path, known: Mapping[str, Stamp] | None = None) -
     for p in sorted(directory.iterdir()):
         if not p.is_file() or p.name == RUN_JSON:
             continue
-        st, stamp = p.stat(), known.get(p.name)
-        fresh = stamp is not None and (st.st_size, st.st_mtime_ns) == stamp[:2]
-        out[p.name] = stamp[2] if stamp is not None and fresh else sha256_file(p)
+        stamp = known.get(p.name)  # a stat only for a stamped file (over 9p each one costs)
+        if stamp is not None and stamp[:2] == ((st := p.stat()).st_size, st.st_mtime_ns):
+            out[p.name] = stamp[2]
+        else:
+            out[p.name] = sha256_file(p)
     return out
 
 

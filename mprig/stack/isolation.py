@@ -55,12 +55,12 @@ READ_SCRIPT = (
 # later where tcp_no_ssthresh_metrics_save is 0: the next run skips slow start), Fast Open
 # cookies; and the routes' cached exceptions (path MTU). Each run flushes them on client and
 # server before its knobs are set. A constant script (no campaign value reaches it) that starts
-# three programs (each costs 0.1-0.3 s under VM emulation); it prints the entries it found
-# and the entries left: "tcp_metrics 3 0".
-# One `ip -batch` (each `ip` started costs 0.5-0.7 s in the busy campaign guest): the cache
-# shown, flushed and shown again, lo's link block between the two shows as the marker that
-# splits their entries (an entry's line starts with its address, lo's with "<index>: lo:",
-# then indented lines). No marker: the report cannot be trusted, the script fails.
+# two programs (each `ip` costs 0.5-0.7 s in the busy campaign guest): one `ip -batch` shows,
+# flushes and shows the cache again, lo's link block between the two shows as the marker
+# that splits their entries (an entry's line starts with its address, lo's with "<index>:
+# lo:", then indented lines; no marker: the report cannot be trusted, the script fails),
+# then `ip -6 route flush cache`. It prints the entries it found and the entries left:
+# "tcp_metrics 3 0".
 FLUSH_SCRIPT = (
     "out=$(printf '%s\\n' 'tcp_metrics show' 'tcp_metrics flush all' 'link show dev lo' "
     "'tcp_metrics show' 'route flush cache' | ip -batch -) || "
