@@ -29,7 +29,14 @@ from reports.paperplans import (
     campaign_file,
 )
 from reports.reproduce_delay import delay_lines
-from reports.reproduce_rig import cc_lines, preset_lines, wifi_model_lines
+from reports.reproduce_rig import (
+    cc_lines,
+    kernel_counts,
+    kernel_lines,
+    preset_lines,
+    run_kernel,
+    wifi_model_lines,
+)
 from reports.results import fmt_value
 from reports.tables import markdown_table, sig
 
@@ -183,6 +190,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
     never = f"; {len(r.missing)} planned runs {reproduce_gaps.unrun(r)}" if r.missing else ""
     planned = max(len(r.runs), len(r.planned))
     lines += [f"{len(r.complete)} of {planned} runs complete{never} ({r.root}).", ""]
+    lines += kernel_lines(kernel_counts(r))
     for comp in (c for c in plan.comparisons if c.campaign == o.stem):
         rows = comparison_rows(r, comp)
         lines += (
@@ -298,6 +306,7 @@ def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
             "runs": len(r.runs),
             "complete": len(r.complete),
             "congestion_controls": None if offered is None else list(offered),
+            "kernels": kernel_counts(r),  # complete runs per kernel
         }
         for bundle in r.bundles.values():
             seen["rig_modes"].add(str(bundle.get("rig_mode", "unrecorded")))
@@ -318,13 +327,16 @@ def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
 
 
 def metrics_frame(outcomes: list[CampaignOutcome]) -> pd.DataFrame:
-    """Every run of the paper's campaigns, one row each, with its campaign's name."""
+    """Every run of the paper's campaigns, one row each, with its campaign's name and the
+    kernel it ran on (reproduce_rig.run_kernel)."""
     import pandas as pd
 
     frames = []
     for o in outcomes:
         if o.results is not None:
-            frames.append(o.results.runs.assign(campaign=f"{o.stem}-{o.profile}"))
+            r = o.results
+            kernel = [run_kernel(r.bundles.get(str(i), {})) for i in r.runs["run_id"]]
+            frames.append(r.runs.assign(campaign=f"{o.stem}-{o.profile}", kernel=kernel))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

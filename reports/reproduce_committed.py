@@ -14,7 +14,8 @@ module only rebuilds the `Results` each campaign's checks read:
   spec's models as dumped, so a field added to them since the runs changes it although
   the campaign file did not (the case of every reproduction committed in 2026-11). A run
   the file no longer plans is refused;
-- the hosts' facts the checks read from run.json: the kernels of environment.json and
+- the hosts' facts the checks read from run.json: the kernel of each run (metrics' `kernel`
+  column; where it has none, every kernel of environment.json) and
   the congestion controls every host of the campaign offered (environment.json
   `campaigns.<name>.congestion_controls`). A reproduction written before environment.json
   recorded them is upgraded once: the paper's common ones (report.md's "Kernel offers"
@@ -78,9 +79,8 @@ def _algorithm(cc: str) -> str:
     return preset.algorithm or cc if preset else cc
 
 
-def _hosts(env: dict[str, Any], cc: tuple[str, ...] | None) -> dict[str, Any]:
+def _hosts(kernels: list[str], cc: tuple[str, ...] | None) -> dict[str, Any]:
     sysctls = {} if cc is None else {AVAILABLE_CC: " ".join(cc)}
-    kernels = env.get("kernels") or []
     return {f"host{i}": {"kernel": k, "sysctls": sysctls} for i, k in enumerate(kernels)}
 
 
@@ -108,9 +108,14 @@ def campaign_results(
         ran = [_algorithm(str(bundles[r]["variant"].get("cc"))) for r in done]
         cc = tuple(dict.fromkeys([*cc, *ran]))
         recorded["congestion_controls"] = list(cc)  # the upgrade rejudge() writes back
-    hosts = _hosts(env, cc)
-    for bundle in bundles.values():
-        bundle["hosts"] = hosts
+    everyone = _hosts(env.get("kernels") or [], cc)
+    each: dict[str, Any] = {}  # metrics' `kernel`: the kernel each run ran on
+    if "kernel" in runs:
+        each = dict(zip(runs["run_id"].map(str), runs["kernel"], strict=True))
+    for run_id, bundle in bundles.items():
+        kernel = each.get(run_id)
+        known = isinstance(kernel, str) and kernel != ""
+        bundle["hosts"] = _hosts(str(kernel).split(", "), cc) if known else everyone
     planned = tuple(
         {"run_id": r, "variant": b["variant"]["name"], "repetition": b["repetition"],
          "point": b["point"]}

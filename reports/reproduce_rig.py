@@ -1,10 +1,44 @@
 """The rig side of a reproduction report's setup differences: which of the papers' congestion
 controls the rig's kernel offers, the exact sysctls of each reordering preset, and what the
-Wi-Fi model applies per distance. Pure: Markdown lines out."""
+Wi-Fi model applies per distance, and which kernels a campaign's runs ran on. Pure: Markdown
+lines out."""
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
 from reports.tables import markdown_table
+
+if TYPE_CHECKING:
+    from reports.results import Results
+
+
+def run_kernel(bundle: dict[str, Any]) -> str:
+    """The kernel a run ran on, from its run.json's hosts: one release, or the hosts'
+    different releases joined with ', ' (a lab whose client and server differ)."""
+    hosts = bundle.get("hosts") or {}
+    found = {str((h or {}).get("kernel", "unrecorded")) for h in hosts.values()}
+    return ", ".join(sorted(found)) or "unrecorded"
+
+
+def kernel_counts(results: Results) -> dict[str, int]:
+    """A campaign's complete runs per kernel (run_kernel), by release."""
+    ids = results.complete["run_id"].map(str)
+    return dict(sorted(Counter(run_kernel(results.bundles.get(r, {})) for r in ids).items()))
+
+
+def kernel_lines(counts: dict[str, int]) -> list[str]:
+    """A campaign whose complete runs span kernels (a host updated between two shards of a
+    full profile) says so under its heading; one kernel says nothing."""
+    if len(counts) < 2:
+        return []
+    each = ", ".join(f"{k} ({n} runs)" for k, n in counts.items())
+    return [
+        f"Its complete runs ran on {len(counts)} kernels: {each}. Its tables pool them; "
+        "metrics.csv's `kernel` column splits them.",
+        "",
+    ]
 
 
 def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:

@@ -6,7 +6,7 @@ references against them, so the conditions meet the variants a full profile real
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from mprig.run.bundle import sha256_file
 
 PAPERS = Path(__file__).resolve().parents[1] / "experiments" / "papers"
 ALL_CC = "reno cubic lia olia prr door cwa prr_lia door_lia"
+KERNEL = "6.12.0-synthetic"
 
 Model = Callable[[Run, np.random.Generator], dict[str, float]]
 
@@ -63,8 +64,10 @@ def write(
     repetitions: int | None = None,
     noise: int = 1,
     available_cc: str = ALL_CC,
+    kernels: Sequence[str | dict[str, str]] = (KERNEL,),
 ) -> Path:
-    """Results of experiments/papers/CAMPAIGN.yaml at ROOT, metrics from MODEL."""
+    """Results of experiments/papers/CAMPAIGN.yaml at ROOT, metrics from MODEL; run i of the
+    plan ran on KERNELS[i % len(KERNELS)] (a release for every host, or one per host)."""
     spec = load_campaign(PAPERS / f"{campaign}.yaml")
     if repetitions is not None:
         spec = spec.model_copy(update={"repetitions": repetitions})
@@ -104,7 +107,7 @@ def write(
         bundle.mkdir(exist_ok=True)
         # one artifact per run, hashed in run.json as the runner does (reports verify it)
         (bundle / "iperf3-client.json").write_text(json.dumps({"run": run.run_id}))
-        record = _run_json(run, available_cc)
+        record = _run_json(run, available_cc, kernels[run.index % len(kernels)])
         record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
         (bundle / "run.json").write_text(json.dumps(record))
         _collected(bundle)  # metrics.json names the run.json it was made from
@@ -112,11 +115,15 @@ def write(
     return root
 
 
-def _run_json(run: Run, available_cc: str) -> dict[str, Any]:
-    host = {
-        "kernel": "6.12.0-synthetic",
-        "sysctls": {"net.ipv4.tcp_available_congestion_control": available_cc},
-        "tools": {"iperf3": "3.18"},
+def _run_json(run: Run, available_cc: str, kernel: str | dict[str, str]) -> dict[str, Any]:
+    per_host = kernel if isinstance(kernel, dict) else {"client": kernel, "server": kernel}
+    hosts = {
+        name: {
+            "kernel": per_host[name],
+            "sysctls": {"net.ipv4.tcp_available_congestion_control": available_cc},
+            "tools": {"iperf3": "3.18"},
+        }
+        for name in ("client", "server")
     }
     return {
         "format": 1,
@@ -128,7 +135,7 @@ def _run_json(run: Run, available_cc: str) -> dict[str, Any]:
         "status": "complete",
         "variant": run.variant.model_dump(mode="json"),
         "paths": [p.model_dump(mode="json") for p in run.paths],
-        "hosts": {"client": host, "server": host},
+        "hosts": hosts,
         "rig_mode": "virtual",
     }
 
