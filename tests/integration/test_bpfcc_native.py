@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -262,21 +263,46 @@ def mptcp_share(cc: str, seconds: int) -> float:
     return rates["mptcp"] / (rates["mptcp"] + rates["tcp"])
 
 
+def _coupling_verdict(shares: dict[str, float]) -> dict[str, bool]:
+    """Four uncoupled Reno subflows take about 4/5 of the bottleneck against one TCP flow;
+    coupled ones no more than the TCP flow's half (RFC 6356's "do no harm"), here at most
+    0.55 and 0.1 under Reno's share of the same round. False for "reno" when the rig does
+    not show what coupling fixes (Reno under 0.62)."""
+    verdict = {"reno": shares["reno"] >= 0.62}
+    for cc in ("lia", "olia"):
+        verdict[cc] = shares[cc] <= 0.55 and shares[cc] < shares["reno"] - 0.1
+    return verdict
+
+
 @pytest.mark.slow
 def test_coupled_ccs_take_no_more_than_the_tcp_flows_share(
     bottleneck: None, programs: list[str]
 ) -> None:
-    # 30 s each: with 15 s the start-up phase makes the shares vary by +-0.15.
-    shares = {cc: mptcp_share(cc, 30) for cc in ("reno", "lia", "olia")}
-    # Four uncoupled Reno subflows take about 4/5 of the bottleneck against one TCP flow;
-    # coupled ones no more than the TCP flow's half (RFC 6356's "do no harm"). Measured here,
-    # 5 runs: Reno 0.69-0.77, LIA 0.40-0.50, OLIA 0.28-0.51. With two subflows (Reno 0.52-0.58,
-    # LIA 0.27-0.47) a CI run failed "LIA at most 0.45": 0.47, which RFC 6356 allows.
-    assert shares["reno"] >= 0.62, shares  # else the rig does not show what coupling fixes
-    coupled_ok = {
-        cc: shares[cc] <= 0.55 and shares[cc] < shares["reno"] - 0.1 for cc in ("lia", "olia")
-    }
-    assert coupled_ok == {"lia": True, "olia": True}, shares
+    """One round of 30 s per CC (with 15 s the start-up phase makes the shares vary by
+    +-0.15); a round that fails is judged again by the median of three rounds.
+
+    Measured here, 11 rounds (5 earlier, 6 on 2026-12-01, 3 of them beside a CPU hog):
+    Reno 0.69-0.77, LIA 0.40-0.50, OLIA 0.28-0.51. A round of stop 38's CI, beside the VM
+    tests, gave LIA 0.575 (Reno 0.758, OLIA 0.416) and failed the single-round check. A
+    LIA that did not couple takes Reno's 0.7 in every round, so its median fails as its
+    single round did; the second look keeps one outlying round from deciding."""
+    rounds = [{cc: mptcp_share(cc, 30) for cc in ("reno", "lia", "olia")}]
+    if not all(_coupling_verdict(rounds[0]).values()):
+        rounds += [{cc: mptcp_share(cc, 30) for cc in ("reno", "lia", "olia")} for _ in "ab"]
+    median = {cc: statistics.median(r[cc] for r in rounds) for cc in ("reno", "lia", "olia")}
+    verdict = _coupling_verdict(median)
+    assert verdict == {"reno": True, "lia": True, "olia": True}, (median, rounds)
+
+
+def test_the_coupling_verdict_fails_a_cc_that_does_not_couple() -> None:
+    """The verdict on crafted shares: the stop-38 CI round, a LIA that took Reno's share, a
+    rig whose uncoupled Reno shows nothing to fix, and the quiet machine's round."""
+    ci_round = {"reno": 0.758, "lia": 0.575, "olia": 0.416}
+    assert _coupling_verdict(ci_round) == {"reno": True, "lia": False, "olia": True}
+    uncoupled = {"reno": 0.73, "lia": 0.70, "olia": 0.45}
+    assert _coupling_verdict(uncoupled)["lia"] is False
+    assert _coupling_verdict({"reno": 0.58, "lia": 0.40, "olia": 0.40})["reno"] is False
+    assert all(_coupling_verdict({"reno": 0.732, "lia": 0.427, "olia": 0.459}).values())
 
 
 def _tbf(dev: str, rate: str, burst: str, limit: str) -> None:
