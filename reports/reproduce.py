@@ -34,6 +34,8 @@ from reports.reproduce_rig import (
     kernel_counts,
     kernel_lines,
     preset_lines,
+    retry_lines,
+    run_attempts,
     run_kernel,
     wifi_model_lines,
 )
@@ -190,7 +192,7 @@ def _campaign_section(plan: PaperPlan, o: CampaignOutcome) -> list[str]:
     never = f"; {len(r.missing)} planned runs {reproduce_gaps.unrun(r)}" if r.missing else ""
     planned = max(len(r.runs), len(r.planned))
     lines += [f"{len(r.complete)} of {planned} runs complete{never} ({r.root}).", ""]
-    lines += kernel_lines(kernel_counts(r))
+    lines += kernel_lines(kernel_counts(r)) + retry_lines(r)
     for comp in (c for c in plan.comparisons if c.campaign == o.stem):
         rows = comparison_rows(r, comp)
         lines += (
@@ -327,16 +329,19 @@ def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
 
 
 def metrics_frame(outcomes: list[CampaignOutcome]) -> pd.DataFrame:
-    """Every run of the paper's campaigns, one row each, with its campaign's name and the
-    kernel it ran on (reproduce_rig.run_kernel)."""
+    """Every run of the paper's campaigns, one row each, with its campaign's name, the
+    kernel it ran on (reproduce_rig.run_kernel) and its attempts (run_attempts)."""
     import pandas as pd
 
     frames = []
     for o in outcomes:
         if o.results is not None:
             r = o.results
-            kernel = [run_kernel(r.bundles.get(str(i), {})) for i in r.runs["run_id"]]
-            frames.append(r.runs.assign(campaign=f"{o.stem}-{o.profile}", kernel=kernel))
+            bundles = [r.bundles.get(str(i), {}) for i in r.runs["run_id"]]
+            kernel, attempts = [run_kernel(b) for b in bundles], [run_attempts(b) for b in bundles]
+            frames.append(
+                r.runs.assign(campaign=f"{o.stem}-{o.profile}", kernel=kernel, attempts=attempts)
+            )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -14,6 +14,7 @@ module only rebuilds the `Results` each campaign's checks read:
   spec's models as dumped, so a field added to them since the runs changes it although
   the campaign file did not (the case of every reproduction committed in 2026-11). A run
   the file no longer plans is refused;
+- each run's attempts (metrics' `attempts` column), which report.md counts per point;
 - the hosts' facts the checks read from run.json: the kernel of each run (metrics' `kernel`
   column; where it has none, every kernel of environment.json) and
   the congestion controls every host of the campaign offered (environment.json
@@ -112,7 +113,12 @@ def campaign_results(
     each: dict[str, Any] = {}  # metrics' `kernel`: the kernel each run ran on
     if "kernel" in runs:
         each = dict(zip(runs["run_id"].map(str), runs["kernel"], strict=True))
+    tries: dict[str, Any] = {}  # metrics' `attempts`, for report.md's retry line
+    if "attempts" in runs:
+        tries = dict(zip(runs["run_id"].map(str), runs["attempts"], strict=True))
     for run_id, bundle in bundles.items():
+        if run_id in tries:
+            bundle["attempts"] = int(tries[run_id])
         kernel = each.get(run_id)
         known = isinstance(kernel, str) and kernel != ""
         bundle["hosts"] = _hosts(str(kernel).split(", "), cc) if known else everyone

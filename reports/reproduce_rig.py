@@ -41,6 +41,47 @@ def kernel_lines(counts: dict[str, int]) -> list[str]:
     ]
 
 
+def run_attempts(bundle: dict[str, Any]) -> int:
+    """How many attempts a run took (run.json `attempts`; 1 where a run.json predates it)."""
+    return int(bundle.get("attempts") or 1)
+
+
+def retry_lines(results: Results) -> list[str]:
+    """A campaign whose complete runs include retried ones (the runner keeps the attempt
+    that finished after one failed or hung) says how many per point: those cells sample
+    only the attempts that finished. No retry says nothing."""
+    from reports.results import point_label
+
+    per_point: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    ids = results.complete["run_id"].map(str)
+    for run_id in ids:
+        bundle = results.bundles.get(run_id, {})
+        point = bundle.get("point") or {}
+        _, counts = per_point.setdefault(point_label(point), (point, [0, 0]))
+        counts[0] += run_attempts(bundle) > 1
+        counts[1] += 1
+    retried = sum(counts[0] for _, counts in per_point.values())
+    if not retried:
+        return []
+    order = sorted(per_point.items(), key=lambda item: _key(item[1][0]))
+    each = "; ".join(f"{label}: {n} of {m}" for label, (_, (n, m)) in order if n)
+    return [
+        f"{retried} of its {len(ids)} complete runs needed more than one attempt (an earlier "
+        f"attempt failed or hung and was discarded; metrics.csv's `attempts` column): {each}. "
+        "Those cells hold only the attempts that finished.",
+        "",
+    ]
+
+
+def _key(point: dict[str, Any]) -> tuple[tuple[int, float, str], ...]:
+    """A point's sort key: numbers by value (100 m after 20 m), anything else by its text."""
+    key = []
+    for value in point.values():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        key.append((0, float(value), "") if number else (1, 0.0, str(value)))
+    return tuple(key)
+
+
 def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100)) -> list[str]:
     """What the Wi-Fi model applies per distance for the papers' three PHY modes."""
     from mprig.campaign import wifi

@@ -65,9 +65,11 @@ def write(
     noise: int = 1,
     available_cc: str = ALL_CC,
     kernels: Sequence[str | dict[str, str]] = (KERNEL,),
+    attempts: dict[int, int] | None = None,
 ) -> Path:
     """Results of experiments/papers/CAMPAIGN.yaml at ROOT, metrics from MODEL; run i of the
-    plan ran on KERNELS[i % len(KERNELS)] (a release for every host, or one per host)."""
+    plan ran on KERNELS[i % len(KERNELS)] (a release for every host, or one per host) and
+    took ATTEMPTS[i] attempts (run.json `attempts`; 1 when not given)."""
     spec = load_campaign(PAPERS / f"{campaign}.yaml")
     if repetitions is not None:
         spec = spec.model_copy(update={"repetitions": repetitions})
@@ -108,6 +110,7 @@ def write(
         # one artifact per run, hashed in run.json as the runner does (reports verify it)
         (bundle / "iperf3-client.json").write_text(json.dumps({"run": run.run_id}))
         record = _run_json(run, available_cc, kernels[run.index % len(kernels)])
+        record["attempts"] = (attempts or {}).get(run.index, 1)
         record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
         (bundle / "run.json").write_text(json.dumps(record))
         _collected(bundle)  # metrics.json names the run.json it was made from
