@@ -281,7 +281,8 @@ def _ms(value: Any) -> str:
 
 
 def clean_leftovers(results: Path) -> list[str]:
-    """Remove staging and replaced directories left by a crash; return their names."""
+    """Remove staging and replaced directories left by a campaign that stopped mid-run
+    (SIGTERM in VM mode stops the guest mid-run, kill -9, a crash); return their names."""
     removed = []
     for p in sorted(results.glob(".*")):
         if p.is_dir() and p.name.endswith((PARTIAL_SUFFIX, OLD_SUFFIX)):

@@ -190,7 +190,8 @@ def run_campaign(
     }
     todo = [r for r in runs if decisions[r.run_id].action == "run"]
     for name in bundle.clean_leftovers(results):
-        reporter.message(f"removed {name} left by an earlier crash")
+        reporter.message(f"removed {name}: the staging of a run an earlier campaign did not "
+                         "finish (stopped, killed or crashed); that run runs again")  # fmt: skip
     startup.mark("bundle check")
     sweep_rig(rig)
     facts, flag = host_facts(rig)
