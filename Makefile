@@ -30,7 +30,7 @@ help:
 	@echo "make ns3-oracle  ns-3 sweeps that check the Wi-Fi model (docs/wifi-model.md)"
 	@echo "make paper-shard CAMPAIGN=experiments/papers/<c>-full.yaml SHARD=I/N  one shard, archived into reports/archived-runs/"
 	@echo "make reproduce-archived PAPER=004  a full-profile report from the archived runs"
-	@echo "make paper-full PAPER=000 [STOP_AFTER=8h]  the shards a paper needs for n = 5 per cell, archived, then its reproduction"
+	@echo "make paper-full PAPER=000 [STOP_AFTER=8h] [PRUNE=1]  the shards a paper needs for n = 5 per cell, archived, then its reproduction"
 
 setup: system venv ns3-engine mptcpd-plugin bytecode
 
@@ -180,7 +180,7 @@ paper-shard: setup
 		$$(test -d $(ARCHIVED)/$(CAMPAIGN_NAME) && echo --skip-archived $(ARCHIVED)/$(CAMPAIGN_NAME)) \
 		|| echo "mprig run: not every run of the shard is complete; archiving those that are"
 	$(call collect_then,$(SHARD_RESULTS)/$(CAMPAIGN_NAME),\
-		$(BIN)/mprig archive $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME); \
+		$(BIN)/mprig archive $(if $(PRUNE),--prune) $(SHARD_RESULTS)/$(CAMPAIGN_NAME) $(ARCHIVED)/$(CAMPAIGN_NAME); \
 		$(BIN)/mprig reproduce --docs docs/papers.md)
 
 # A paper's full profile at n = MIN_N (default 5) per cell: `mprig backlog PAPER --run` runs
@@ -190,10 +190,12 @@ paper-shard: setup
 # what is left is rewritten after every call, as after every paper-shard; the recipes run
 # under `bash -e`, hence `|| status=$?`). STOP_AFTER=8h
 # starts no run expected to end later; `make paper-full` again goes on. Commit the archives.
+# PRUNE=1 (here and for paper-shard): the bundles an archive holds leave results/ with their
+# captures (`mprig archive --prune`; 64-71 MB a run at 10-40 m, about 200 GB for paper 003).
 MIN_N ?= 5
 paper-full: setup
 	@test -n "$(PAPER)" || { echo "usage: make paper-full PAPER=000 [MIN_N=5] [STOP_AFTER=8h]"; exit 2; }
-	status=0; $(BIN)/mprig backlog $(PAPER) --min-n $(MIN_N) --run \
+	status=0; $(BIN)/mprig backlog $(PAPER) --min-n $(MIN_N) --run $(if $(PRUNE),--prune) \
 		$(if $(STOP_AFTER),--stop-after $(STOP_AFTER)) || status=$$?; \
 		$(BIN)/mprig reproduce --docs docs/papers.md; exit $$status
 	$(BIN)/mprig reproduce $(PAPER) --profile full --results $(ARCHIVED) --min-n $(MIN_N)

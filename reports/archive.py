@@ -15,6 +15,12 @@ already holds keeps its archived record, unless that record is rig-limited (repo
 it out) and RESULTS hold a clean rerun of it (`mprig run --redo-rig-limited`). The new
 archive is built next to the old one and swapped in by two renames: a crash leaves the old
 archive or the new one, never a mix.
+
+With `--prune`, the bundles an archive holds byte for byte leave RESULTS (prune): a full
+profile's captures take 64-71 MB a run at 10-40 m (paper 003's 3 069 runs to go: about 200 GB), and
+once a run's record is archived its captures serve only a re-collect. RESULTS stay a
+results directory: those runs leave runs.parquet and join campaign.json's
+`archived_elsewhere`, as `mprig run --skip-archived` writes it.
 """
 
 from __future__ import annotations
@@ -63,6 +69,53 @@ def archive(results: Path, dest: Path) -> Archived:
         rows = _choose(current, old, done)
         _write(dest, current, old, rows, set(done.replaced))
         done.archived = len(rows)
+    return done
+
+
+@dataclass
+class Pruned:
+    """What `mprig archive --prune` removed from RESULTS."""
+
+    removed: list[str] = field(default_factory=list)  # run ids whose bundles were removed
+    freed: int = 0  # bytes
+
+
+def prune(results: Path, dest: Path) -> Pruned:
+    """Remove from RESULTS every run bundle whose run.json is, byte for byte, the one the
+    intact archive DEST holds (sha256 compared): its captures and logs go, its record stays
+    in DEST. Those runs leave RESULTS' runs.parquet and join campaign.json's
+    `archived_elsewhere` before their bundles go, each renamed out of sight and then
+    removed, so a crash leaves RESULTS readable and a second call finishes the job."""
+    import pandas as pd
+
+    from collectors.collect import bundle_dirs
+    from mprig.run.bundle import OLD_SUFFIX, RUN_JSON, sha256_file
+    from reports import results as res
+
+    kept = res.load(dest)
+    _check_intact(kept)
+    done = Pruned()
+    with fsio.results_lock(results, "mprig archive --prune"):
+        held = {str(r) for r in kept.runs["run_id"]}
+        for bundle in bundle_dirs(results):
+            ours = dest / bundle.name / RUN_JSON
+            if bundle.name in held and sha256_file(bundle / RUN_JSON) == sha256_file(ours):
+                done.removed.append(bundle.name)
+        if not done.removed:
+            return done
+        doc = json.loads((results / "campaign.json").read_text())
+        before = list(doc.get("archived_elsewhere") or [])
+        doc["archived_elsewhere"] = list(dict.fromkeys([*before, *done.removed]))
+        fsio.write_json(results / "campaign.json", doc)
+        rows = pd.read_parquet(results / "runs.parquet")
+        rows = rows[~rows["run_id"].astype(str).isin(set(done.removed))]
+        fsio.write_with(results / "runs.parquet", lambda tmp: rows.to_parquet(tmp, index=False))
+        for run_id in done.removed:
+            gone = results / f".{run_id}{OLD_SUFFIX}"  # mprig run clears one a crash left
+            os.rename(results / run_id, gone)
+            done.freed += sum(f.stat().st_size for f in gone.rglob("*") if f.is_file())
+            shutil.rmtree(gone)
+        fsio.fsync_path(results)
     return done
 
 
@@ -228,6 +281,18 @@ def summary(done: Archived) -> list[str]:
     ]
     lines += [f"not archived: {run_id}: {why}" for run_id, why in done.left_out.items()]
     return lines
+
+
+def prune_summary(done: Pruned, results: Path) -> str:
+    """The line `mprig archive --prune` prints."""
+    n = len(done.removed)
+    if not n:
+        return f"{escape(str(results))}: nothing to prune (no bundle the archive holds as is)"
+    runs = "run's bundle" if n == 1 else "runs' bundles"
+    return (
+        f"{escape(str(results))}: {n} archived {runs} removed, {done.freed / 1e9:.2f} GB freed"
+        " (their records stay in the archive; run with --skip-archived to go on)"
+    )
 
 
 def _replaced(done: Archived) -> str:

@@ -184,11 +184,13 @@ def run(
     results_root: Path = ROOT / "results",
     call: Mprig = mprig,
     say: Callable[[str], None] = print,
+    prune: bool = False,
 ) -> int:
     """Run each short campaign's shard, collect it, archive it. 0 when every campaign ran
     its shard whole, 3 when STOP_AFTER (seconds) ran out first, 1 when runs failed or
     collect found artifact problems (archived all the same), collect's status above 1 when
-    it could not collect (4 in use or unwritable, 2 bad use: nothing archived, stopped)."""
+    it could not collect (4 in use or unwritable, 2 bad use: nothing archived, stopped).
+    PRUNE: `mprig archive --prune`, the archived bundles leave the shard's results."""
     start, status = time.monotonic(), 0
     for need in found:
         if need.fewest >= min_n or not need.todo:
@@ -211,7 +213,8 @@ def run(
         if collected > 1:  # could not collect; 1 is artifact problems, every table written
             say(f"mprig: {need.name}: collect failed; nothing archived (see above)")
             return collected
-        if call(["archive", str(results / need.name), str(archive)]) != 0:
+        pruning = ["--prune"] if prune else []
+        if call(["archive", *pruning, str(results / need.name), str(archive)]) != 0:
             return 1
         if collected:
             say(f"mprig: {need.name}: collect found artifact problems (listed above; those"

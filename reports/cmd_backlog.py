@@ -19,6 +19,9 @@ examples:
       --redo-rig-limited`, `mprig collect` and `mprig archive` into
       reports/archived-runs/<campaign>/ (commit it); starts no run expected to end after
       8 h, and the same command later goes on
+  mprig backlog 003 --run --prune
+      the same, each shard's archived bundles removed from results/ after archiving: 003's
+      3 069 runs to go would otherwise keep about 200 GB of captures (mprig archive --prune)
   make paper-full PAPER=000 STOP_AFTER=8h
       the same, then, once every cell holds 5, `mprig reproduce 000 --profile full
       --results reports/archived-runs --min-n 5` and docs/papers.md's numbers
@@ -51,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "1h30m, 5400s)")  # fmt: skip
     p.add_argument("--archives", type=Path, default=None, metavar="DIR",
                    help="where the archives are (default: reports/archived-runs)")  # fmt: skip
+    p.add_argument("--prune", action="store_true",
+                   help="with --run: archived bundles (captures, 64-71 MB a run) leave the "
+                   "shard's results (mprig archive --prune)")  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -68,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     short = any(n.fewest < args.min_n for n in found)
     if not args.run or not short:
         return 1 if short else 0
-    status = backlog.run(found, args.min_n, args.stop_after, archives)
+    status = backlog.run(found, args.min_n, args.stop_after, archives, prune=args.prune)
     after = backlog.needs(args.paper, args.min_n, archives)
     for line in backlog.lines(args.paper, args.min_n, after):
         print(line)
