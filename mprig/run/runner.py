@@ -81,6 +81,7 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
     check_space(ctx)
     started, attempts = time.time(), 0
     record: dict[str, Any] = {}
+    earlier: list[dict[str, Any]] = []  # the attempts discarded, and why (a hang, a lost host)
     while True:
         attempts += 1
         record = one_attempt(ctx, run, attempts)
@@ -90,8 +91,11 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
         if attempts > ctx.retries:
             record["reason"] += f" (gave up after {attempts} attempts)"
             break
+        earlier.append({"attempt": attempts, "reason": record["reason"]})
         ctx.reporter.retry(run.run_id, attempts + 1, record["reason"])
     record["attempts"] = attempts
+    if earlier:
+        record["earlier_attempts"] = earlier
     record["timings"]["started"] = round(started, 3)
     record["timings"]["ended"] = round(time.time(), 3)
     record["timings"]["overhead_s"] = round(
