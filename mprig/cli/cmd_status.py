@@ -99,7 +99,22 @@ def status(args: argparse.Namespace) -> int:
         print()
     else:
         _print_status(rows)
+        held = _archived_elsewhere(results)
+        if held:
+            print(
+                f"{held} more planned runs are archived elsewhere (campaign.json "
+                "`archived_elsewhere`: mprig run --skip-archived, mprig archive --prune)"
+            )
     return 0 if all(r["status"] == "complete" for r in rows) else 1
+
+
+def _archived_elsewhere(results: Path) -> int:
+    """How many of RESULTS' planned runs an archive holds instead (load_plan leaves them out)."""
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        return len(
+            json.loads((results / "campaign.json").read_text()).get("archived_elsewhere") or ()
+        )
+    return 0
 
 
 def _print_status(rows: list[dict[str, Any]]) -> None:

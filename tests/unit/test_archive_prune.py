@@ -63,6 +63,8 @@ def test_status_and_a_second_archive_agree_with_the_pruned_results(
     main(["status", str(src), "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert [r["run_id"] for r in rows] == [RUNS[0]]  # only the run no archive holds
+    main(["status", str(src)])
+    assert "19 more planned runs are archived elsewhere" in capsys.readouterr().out
     again = archive.archive(src, dest)  # the next shard's call: nothing lost, nothing named
     assert (again.archived, again.added, again.left_out) == (19, [], {})
     assert archive.prune(src, dest).removed == []
