@@ -94,7 +94,8 @@ def test_the_margin_reads_the_wifi_models_loss_at_each_distance() -> None:
     from mprig.campaign.plan import expand
     from mprig.campaign.spec import load_campaign
 
-    runs = expand(load_campaign("experiments/papers/003-scenario1-full.yaml"))
+    papers = Path(__file__).resolve().parents[2] / "experiments" / "papers"
+    runs = expand(load_campaign(papers / "003-scenario1-full.yaml"))
     by_distance: dict[float, float] = {}
     for run in runs:
         distance = float(run.point["paths.wifi1.distance_m"])
