@@ -67,7 +67,8 @@ def archive(results: Path, dest: Path) -> Archived:
             _check_intact(old)
         done = Archived(dest, planned=len(current.planned))
         rows = _choose(current, old, done)
-        _write(dest, current, old, rows, set(done.replaced))
+        if old is None or done.added or done.replaced:  # else DEST holds it all: left as is
+            _write(dest, current, old, rows, set(done.replaced))
         done.archived = len(rows)
     return done
 

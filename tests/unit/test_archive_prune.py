@@ -65,8 +65,10 @@ def test_status_and_a_second_archive_agree_with_the_pruned_results(
     assert [r["run_id"] for r in rows] == [RUNS[0]]  # only the run no archive holds
     main(["status", str(src)])
     assert "19 more planned runs are archived elsewhere" in capsys.readouterr().out
+    before = files(dest)
     again = archive.archive(src, dest)  # the next shard's call: nothing lost, nothing named
     assert (again.archived, again.added, again.left_out) == (19, [], {})
+    assert files(dest) == before  # nothing new: the archive is left byte for byte
     assert archive.prune(src, dest).removed == []
 
 
