@@ -17,8 +17,8 @@ archive is built next to the old one and swapped in by two renames: a crash leav
 archive or the new one, never a mix.
 
 With `--prune`, the bundles an archive holds byte for byte leave RESULTS (prune): a full
-profile's captures take 64-71 MB a run at 10-40 m (paper 003's 3 069 runs to go: about 200 GB), and
-once a run's record is archived its captures serve only a re-collect. RESULTS stay a
+profile's captures take 64-71 MB a run at 10-40 m (paper 003's 3 069 runs to go: about
+200 GB), and once a run's record is archived its captures serve only a re-collect. RESULTS stay a
 results directory: those runs leave runs.parquet and join campaign.json's
 `archived_elsewhere`, as `mprig run --skip-archived` writes it.
 """
@@ -90,17 +90,15 @@ def prune(results: Path, dest: Path) -> Pruned:
     import pandas as pd
 
     from collectors.collect import bundle_dirs
-    from mprig.run.bundle import OLD_SUFFIX, RUN_JSON, sha256_file
+    from mprig.run.bundle import OLD_SUFFIX, RUN_JSON, kept_sums, sha256_file
     from reports import results as res
 
-    kept = res.load(dest)
-    _check_intact(kept)
+    _check_intact(res.load(dest))  # every run.json of DEST matches its manifest
+    sums = kept_sums(dest) or {}
     done = Pruned()
     with fsio.results_lock(results, "mprig archive --prune"):
-        held = {str(r) for r in kept.runs["run_id"]}
         for bundle in bundle_dirs(results):
-            ours = dest / bundle.name / RUN_JSON
-            if bundle.name in held and sha256_file(bundle / RUN_JSON) == sha256_file(ours):
+            if sums.get(f"{bundle.name}/{RUN_JSON}") == sha256_file(bundle / RUN_JSON):
                 done.removed.append(bundle.name)
         if not done.removed:
             return done

@@ -147,3 +147,17 @@ def _collected(bundle: Path) -> None:
     """The part of `mprig collect`'s metrics.json that says which run.json it analysed."""
     inputs = {"sha256": {"run.json": sha256_file(bundle / "run.json")}}
     (bundle / "metrics.json").write_text(json.dumps({"format": 1, "inputs": inputs}))
+
+
+def rejudged(reproduction: Path, tmp: Path) -> tuple[str, str]:
+    """report.md of a reproduction written from the results under REPRODUCTION's grandparent,
+    and of a copy of it judged again from its own files (reproduce_committed.rejudge)."""
+    import shutil
+
+    from reports import reproduce_committed
+
+    copy = tmp / reproduction.name
+    shutil.copytree(reproduction, copy)
+    before = (copy / "report.md").read_text()
+    reproduce_committed.rejudge(copy, reproduction.parent.parent / "results")
+    return before, (copy / "report.md").read_text()
