@@ -125,19 +125,28 @@ def runs(rig: None) -> list[tuple[float, float, list[dict[str, Any]]]]:
 def test_controller_acts_on_the_senders_inputs_and_stops_the_1_mbit_path(
     runs: list[tuple[float, float, list[dict[str, Any]]]],
 ) -> None:
+    """Each first stop is Algorithm 1's decision on the sender's inputs it logged, and the
+    1 Mbit/s path is stopped (under its endpoint, id 1) for most of the download. Which
+    subflow goes first is the algorithm's call on one early snapshot: with 150 kB queues the
+    sender's RTTs swing with the queues, and a CI run beside the VM tests saw the 3 Mbit/s
+    path's score fall below the 1 Mbit/s one's at 1.3 s (both then stopped for 99 % of the
+    steps), so the check replays the decision instead of naming its first target."""
+    sub = rbpm_policy.Subflow
     for _, _, log in runs:
         steps = [r["decision"] for r in log if r["event"] == "step"]
         stops = [s for s in steps if s["action"] == "backup"]
         assert (log[0]["event"], log[-1]["event"], len(stops) >= 1) == ("start", "stop", True)
         first = stops[0]
-        slow = [f["key"] for f in first["subflows"] if f["addr"] == SLOW]
-        assert (first["inputs"], first["targets"][:1], first["endpoints"][slow[0]]) == (
-            "sender", slow, 1
-        )  # fmt: skip
-        assert first["required"] > first["free"]
-        sub = rbpm_policy.Subflow
-        flows = [sub(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"])
-                 for f in first["subflows"]]  # fmt: skip
+        flows = [sub(f["key"], f["addr"], f["rtt_ms"], f["mss"], f["pkts"], f["bw_Bps"],
+                     f["active"]) for f in first["subflows"]]  # fmt: skip
+        replay = rbpm_policy.decide(flows, first["free"], may_enable=False)
+        assert (first["inputs"], first["targets"]) == ("sender", list(replay.targets))
         assert abs(rbpm_policy.required_bytes(flows) - first["required"]) <= 1
+        assert first["required"] > first["free"]
+        [slow] = [f["key"] for f in first["subflows"] if f["addr"] == SLOW]
+        assert 1 in {s["endpoints"].get(slow) for s in stops}, stops
+        later = steps[steps.index(first) :]
+        off = [f["key"] == slow and not f["active"] for s in later for f in s["subflows"]]
+        assert sum(off) >= len(later) / 2, summary(log)
     flags = rbpm_ss.parse_endpoints(ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
     assert {a: b for a, (_, b) in flags.items()} == {f"10.118.{i}.1": False for i in range(1, 5)}
