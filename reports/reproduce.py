@@ -34,6 +34,7 @@ from reports.reproduce_rig import (
     kernel_counts,
     kernel_lines,
     preset_lines,
+    reasons_cell,
     retry_lines,
     run_attempts,
     run_kernel,
@@ -330,7 +331,8 @@ def environment(outcomes: list[CampaignOutcome]) -> dict[str, Any]:
 
 def metrics_frame(outcomes: list[CampaignOutcome]) -> pd.DataFrame:
     """Every run of the paper's campaigns, one row each, with its campaign's name, the
-    kernel it ran on (reproduce_rig.run_kernel) and its attempts (run_attempts)."""
+    kernel it ran on (reproduce_rig.run_kernel), its attempts (run_attempts) and why the
+    discarded ones ended (reasons_cell)."""
     import pandas as pd
 
     frames = []
@@ -338,10 +340,13 @@ def metrics_frame(outcomes: list[CampaignOutcome]) -> pd.DataFrame:
         if o.results is not None:
             r = o.results
             bundles = [r.bundles.get(str(i), {}) for i in r.runs["run_id"]]
-            kernel, attempts = [run_kernel(b) for b in bundles], [run_attempts(b) for b in bundles]
-            frames.append(
-                r.runs.assign(campaign=f"{o.stem}-{o.profile}", kernel=kernel, attempts=attempts)
-            )
+            extra: dict[str, Any] = {
+                "campaign": f"{o.stem}-{o.profile}",
+                "kernel": [run_kernel(b) for b in bundles],
+                "attempts": [run_attempts(b) for b in bundles],
+                "retry_reasons": [reasons_cell(b) for b in bundles],
+            }
+            frames.append(r.runs.assign(**extra))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

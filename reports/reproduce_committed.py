@@ -14,7 +14,8 @@ module only rebuilds the `Results` each campaign's checks read:
   spec's models as dumped, so a field added to them since the runs changes it although
   the campaign file did not (the case of every reproduction committed in 2026-11). A run
   the file no longer plans is refused;
-- each run's attempts (metrics' `attempts` column), which report.md counts per point;
+- each run's attempts (metrics' `attempts` column), which report.md counts per point, and
+  why its discarded attempts ended (`retry_reasons`), which report.md quotes;
 - the hosts' facts the checks read from run.json: the kernel of each run (metrics' `kernel`
   column; where it has none, every kernel of environment.json) and
   the congestion controls every host of the campaign offered (environment.json
@@ -116,9 +117,14 @@ def campaign_results(
     tries: dict[str, Any] = {}  # metrics' `attempts`, for report.md's retry line
     if "attempts" in runs:
         tries = dict(zip(runs["run_id"].map(str), runs["attempts"], strict=True))
+    why: dict[str, Any] = {}  # metrics' `retry_reasons`: the JSON list, for the same line
+    if "retry_reasons" in runs:
+        why = dict(zip(runs["run_id"].map(str), runs["retry_reasons"], strict=True))
     for run_id, bundle in bundles.items():
         if run_id in tries:
             bundle["attempts"] = int(tries[run_id])
+        if isinstance(reasons := why.get(run_id), str) and reasons:
+            bundle["earlier_attempts"] = [{"reason": r} for r in json.loads(reasons)]
         kernel = each.get(run_id)
         known = isinstance(kernel, str) and kernel != ""
         bundle["hosts"] = _hosts(str(kernel).split(", "), cc) if known else everyone

@@ -5,6 +5,8 @@ lines out."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +67,53 @@ def retry_lines(results: Results) -> list[str]:
         return []
     order = sorted(per_point.items(), key=lambda item: _key(item[1][0]))
     each = "; ".join(f"{label}: {n} of {m}" for label, (_, (n, m)) in order if n)
+    why = [r for run_id in ids for r in retry_reasons(results.bundles.get(run_id, {}))]
     return [
         f"{retried} of its {len(ids)} complete runs needed more than one attempt (an earlier "
         f"attempt failed or hung and was discarded; metrics.csv's `attempts` column): {each}. "
         "Those cells hold only the attempts that finished.",
+        *reason_lines(why),
         "",
     ]
+
+
+def retry_reasons(bundle: dict[str, Any]) -> list[str]:
+    """Why a run's discarded attempts ended (run.json `earlier_attempts`; none where a
+    run.json predates it)."""
+    return [str(e.get("reason", "")) for e in bundle.get("earlier_attempts") or []]
+
+
+def reasons_cell(bundle: dict[str, Any]) -> str:
+    """metrics' `retry_reasons`: the JSON list of retry_reasons, empty for none."""
+    reasons = retry_reasons(bundle)
+    return json.dumps(reasons) if reasons else ""
+
+
+REASON_CHARS, REASON_KINDS = 160, 3
+
+
+def reason_lines(reasons: list[str]) -> list[str]:
+    """One sentence quoting why discarded attempts ended: reasons that differ only in their
+    numbers (a port, a time) are one kind, quoted as first seen with its count, the most
+    frequent first, at most REASON_KINDS kinds and REASON_CHARS characters each."""
+    if not reasons:
+        return []
+    kinds: dict[str, list[str]] = {}
+    for r in reasons:
+        kinds.setdefault(re.sub(r"\d+", "N", r), []).append(r)
+    order = sorted(kinds.values(), key=len, reverse=True)  # stable: ties as first seen
+    each = "; ".join(f"{len(rs)} × {_code(rs[0])}" for rs in order[:REASON_KINDS])
+    more = len(order) - REASON_KINDS
+    each += f"; {more} more kinds (each run.json)" if more > 0 else ""
+    return [f"The discarded attempts ended so (run.json `earlier_attempts`): {each}."]
+
+
+def _code(text: str) -> str:
+    """TEXT cut to REASON_CHARS as Markdown inline code (double backticks if it has one)."""
+    text = " ".join(text.split())
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 3] + "..."
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _key(point: dict[str, Any]) -> tuple[tuple[int, float, str], ...]:

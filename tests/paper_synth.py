@@ -66,10 +66,12 @@ def write(
     available_cc: str = ALL_CC,
     kernels: Sequence[str | dict[str, str]] = (KERNEL,),
     attempts: dict[int, int] | None = None,
+    reasons: dict[int, list[str]] | None = None,
 ) -> Path:
     """Results of experiments/papers/CAMPAIGN.yaml at ROOT, metrics from MODEL; run i of the
     plan ran on KERNELS[i % len(KERNELS)] (a release for every host, or one per host) and
-    took ATTEMPTS[i] attempts (run.json `attempts`; 1 when not given)."""
+    took ATTEMPTS[i] attempts (run.json `attempts`; 1 when not given), its discarded ones
+    ending for REASONS[i] (run.json `earlier_attempts`)."""
     spec = load_campaign(PAPERS / f"{campaign}.yaml")
     if repetitions is not None:
         spec = spec.model_copy(update={"repetitions": repetitions})
@@ -111,6 +113,8 @@ def write(
         (bundle / "iperf3-client.json").write_text(json.dumps({"run": run.run_id}))
         record = _run_json(run, available_cc, kernels[run.index % len(kernels)])
         record["attempts"] = (attempts or {}).get(run.index, 1)
+        if why := (reasons or {}).get(run.index):
+            record["earlier_attempts"] = [{"attempt": n, "reason": r} for n, r in enumerate(why, 1)]
         record["artifacts"] = {"iperf3-client.json": sha256_file(bundle / "iperf3-client.json")}
         (bundle / "run.json").write_text(json.dumps(record))
         _collected(bundle)  # metrics.json names the run.json it was made from

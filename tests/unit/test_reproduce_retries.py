@@ -7,6 +7,7 @@ again from its own files writes the same report.md."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +18,19 @@ from reports import reproduce
 from reports.reproduce_rig import retry_lines
 from reports.results import point_label
 
+# what the runner records when it kills iperf3 as hung (two runs: ports differ) and when an
+# SSH connection drops
+HUNG = "client: `mptcpize run iperf3 -c 10.0.0.1 -p {port} -t 50 -J` exited -9: (no stderr)"
+LOST = "server: ssh: connection to server lost (exit 255)"
+REASONS = {3: [HUNG.format(port=5201)], 7: [HUNG.format(port=5207), LOST]}
 
-def _reproduce(tmp: Path, attempts: dict[int, int]) -> Path:
+
+def _reproduce(
+    tmp: Path, attempts: dict[int, int], reasons: dict[int, list[str]] | None = None
+) -> Path:
     results = tmp / "results"
-    ps.write(results / "000-table1-full", "000-table1-full", repetitions=5, attempts=attempts)
+    ps.write(results / "000-table1-full", "000-table1-full", repetitions=5, attempts=attempts,
+             reasons=reasons)  # fmt: skip
     out = tmp / "reproductions"
     reproduce.reproduce("000", "full", results, out, run=False, partial=True)
     return out / "000"
@@ -36,7 +46,7 @@ def _points(tmp: Path) -> dict[int, dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def retried(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _reproduce(tmp_path_factory.mktemp("retried"), {3: 2, 7: 3})
+    return _reproduce(tmp_path_factory.mktemp("retried"), {3: 2, 7: 3}, REASONS)
 
 
 def test_each_runs_attempts_is_a_column_of_the_metrics(retried: Path) -> None:
@@ -57,6 +67,32 @@ def test_the_report_counts_the_retried_runs_per_point(retried: Path) -> None:
         retried_here = sum(point_label(points[i]) == label for i in (3, 7))
         assert f"{label}: {retried_here} of {runs}" in section, section[:800]
     assert "only the attempts that finished" in section
+
+
+def test_the_report_says_why_the_discarded_attempts_ended(retried: Path) -> None:
+    """Reasons that differ only in their numbers (a port, a run's time) are one kind,
+    quoted once with its count, the most frequent first."""
+    text = (retried / "report.md").read_text()
+    section = text.split("## 000-table1-full", 1)[1].split("\n## ", 1)[0]
+    why = "The discarded attempts ended so (run.json `earlier_attempts`): "
+    hung = f"`` {HUNG.format(port=5201)} ``"  # the reason has backticks of its own
+    assert f"{why}2 × {hung}; 1 × `{LOST}`." in section, section[:1200]
+
+
+def test_each_runs_reasons_are_a_column_of_the_metrics(retried: Path) -> None:
+    """metrics' `retry_reasons`: the JSON list of a run's discarded attempts' reasons, empty
+    for a run that needed one attempt (a reproduction judged again reads it back)."""
+    metrics = pd.read_csv(retried / "metrics.csv", keep_default_na=False)
+    got = dict(zip(metrics["index"], metrics["retry_reasons"], strict=True))
+    assert [json.loads(got[i]) for i in (3, 7)] == [REASONS[3], REASONS[7]]
+    assert {v for i, v in got.items() if i not in (3, 7)} == {""}
+
+
+def test_a_long_reason_is_cut_in_the_report() -> None:
+    from reports.reproduce_rig import reason_lines
+
+    [line] = reason_lines(["x" * 500, "x" * 500])
+    assert "2 × `" + "x" * 157 + "...`" in line and len(line) < 260
 
 
 def test_no_retry_adds_no_line(tmp_path: Path) -> None:
