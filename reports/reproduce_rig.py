@@ -104,7 +104,7 @@ def reason_lines(reasons: list[str]) -> list[str]:
     order = sorted(kinds.values(), key=len, reverse=True)  # stable: ties as first seen
     each = "; ".join(f"{len(rs)} × {_code(rs[0])}" for rs in order[:REASON_KINDS])
     more = len(order) - REASON_KINDS
-    each += f"; {more} more kinds (each run.json)" if more > 0 else ""
+    each += f"; {more} more {'kind' if more == 1 else 'kinds'} (each run.json)" if more > 0 else ""
     return [f"The discarded attempts ended so (run.json `earlier_attempts`): {each}."]
 
 

@@ -93,6 +93,8 @@ def test_a_long_reason_is_cut_in_the_report() -> None:
 
     [line] = reason_lines(["x" * 500, "x" * 500])
     assert "2 × `" + "x" * 157 + "...`" in line and len(line) < 260
+    [line] = reason_lines(["a", "b", "c", "d"])  # four kinds: three quoted, one counted
+    assert line.endswith("1 × `a`; 1 × `b`; 1 × `c`; 1 more kind (each run.json).")
 
 
 def test_no_retry_adds_no_line(tmp_path: Path) -> None:
