@@ -86,6 +86,13 @@ def _hosts(kernels: list[str], cc: tuple[str, ...] | None) -> dict[str, Any]:
     return {f"host{i}": {"kernel": k, "sysctls": sysctls} for i, k in enumerate(kernels)}
 
 
+def _by_run(runs: pd.DataFrame, column: str) -> dict[str, Any]:
+    """Metrics' COLUMN by run id; empty where the committed metrics predate it."""
+    if column not in runs:
+        return {}
+    return dict(zip(runs["run_id"].map(str), runs[column], strict=True))
+
+
 def campaign_results(
     name: str, stem: str, profile: str, metrics: pd.DataFrame, env: dict[str, Any],
     cc: tuple[str, ...] | None, results_root: Path,
@@ -111,15 +118,9 @@ def campaign_results(
         cc = tuple(dict.fromkeys([*cc, *ran]))
         recorded["congestion_controls"] = list(cc)  # the upgrade rejudge() writes back
     everyone = _hosts(env.get("kernels") or [], cc)
-    each: dict[str, Any] = {}  # metrics' `kernel`: the kernel each run ran on
-    if "kernel" in runs:
-        each = dict(zip(runs["run_id"].map(str), runs["kernel"], strict=True))
-    tries: dict[str, Any] = {}  # metrics' `attempts`, for report.md's retry line
-    if "attempts" in runs:
-        tries = dict(zip(runs["run_id"].map(str), runs["attempts"], strict=True))
-    why: dict[str, Any] = {}  # metrics' `retry_reasons`: the JSON list, for the same line
-    if "retry_reasons" in runs:
-        why = dict(zip(runs["run_id"].map(str), runs["retry_reasons"], strict=True))
+    each = _by_run(runs, "kernel")  # the kernel each run ran on
+    tries = _by_run(runs, "attempts")  # for report.md's retry line
+    why = _by_run(runs, "retry_reasons")  # the JSON list, for the same line
     for run_id, bundle in bundles.items():
         if run_id in tries:
             bundle["attempts"] = int(tries[run_id])

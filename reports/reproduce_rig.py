@@ -55,6 +55,7 @@ def retry_lines(results: Results) -> list[str]:
     from reports.results import point_label
 
     per_point: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    why: list[str] = []  # every discarded attempt's reason, for reason_lines
     ids = results.complete["run_id"].map(str)
     for run_id in ids:
         bundle = results.bundles.get(run_id, {})
@@ -62,12 +63,12 @@ def retry_lines(results: Results) -> list[str]:
         _, counts = per_point.setdefault(point_label(point), (point, [0, 0]))
         counts[0] += run_attempts(bundle) > 1
         counts[1] += 1
+        why += retry_reasons(bundle)
     retried = sum(counts[0] for _, counts in per_point.values())
     if not retried:
         return []
     order = sorted(per_point.items(), key=lambda item: _key(item[1][0]))
     each = "; ".join(f"{label}: {n} of {m}" for label, (_, (n, m)) in order if n)
-    why = [r for run_id in ids for r in retry_reasons(results.bundles.get(run_id, {}))]
     return [
         f"{retried} of its {len(ids)} complete runs needed more than one attempt (an earlier "
         f"attempt failed or hung and was discarded; metrics.csv's `attempts` column): {each}. "

@@ -15,7 +15,7 @@ import paper_synth as ps
 import pytest
 
 from reports import reproduce
-from reports.reproduce_rig import retry_lines
+from reports.reproduce_rig import reason_lines, retry_lines
 from reports.results import point_label
 
 # what the runner records when it kills iperf3 as hung (two runs: ports differ) and when an
@@ -89,8 +89,6 @@ def test_each_runs_reasons_are_a_column_of_the_metrics(retried: Path) -> None:
 
 
 def test_a_long_reason_is_cut_in_the_report() -> None:
-    from reports.reproduce_rig import reason_lines
-
     [line] = reason_lines(["x" * 500, "x" * 500])
     assert "2 × `" + "x" * 157 + "...`" in line and len(line) < 260
     [line] = reason_lines(["a", "b", "c", "d"])  # four kinds: three quoted, one counted
