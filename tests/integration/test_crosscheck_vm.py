@@ -1,8 +1,9 @@
 """Cross-check against the kernel (issue 3, part 7): in the VM rig (Debian's stock 6.1
-kernel, with netem, one vCPU), a real two-path MPTCP download (a 2 MB bulk transfer) with
+kernel, with netem, one vCPU), real two-path MPTCP downloads (2 MB bulk transfers) with
 unequal delays (10 and 40 ms) and 0.5 % loss on each path, captured on the receiver with
-offloads off; our out-of-order count must be within 2 % of the receiver's MPTcpExtOFOQueue
-delta. One VM boot for the module (about 2 minutes).
+offloads off; summed over CAPTURES captures, our out-of-order count must be within 2 % of the
+receiver's MPTcpExtOFOQueue deltas, and each capture within 8 %. One VM boot for the module
+(about 2 minutes), CAPTURES transfers in it.
 
 What is compared (docs/metrics.md, "Kernel cross-check"): the kernel counts skbs queued out
 of order at the MPTCP level; we count out-of-order arrivals as skbs (collectors.kernelofo:
@@ -14,7 +15,12 @@ sender's DATA_FIN, with a receive buffer larger than the transfer
 (tests/integration/realbundle.py HOLD_RECEIVER). A reading application holds the subflows'
 socket locks, and packets arriving meanwhile reach MPTCP later from the socket backlog:
 with the runner's reading receiver the counts differed by up to 4 % (8 runs: -4.0 to
-+1.2 %); with the holding receiver they agreed within 0.8 % (8 runs: -0.5 to +0.8 %). A run
++1.2 %). With the holding receiver 19 single captures differed by -3.5 to +0.8 %, 16 of
+them within 0.8 %; the two of the three beyond -1.5 % whose receiver counters we kept are
+the captures whose subflows reordered most (TcpExtTCPOFOQueue 347 and 356 against 136-268
+in the others), where the kernel coalesced fewer released segments than the model assumes.
+One capture against a 2 % bar therefore failed about one run in ten (one CI run: -2.5 %);
+the sum over five holds the model's bias to 2 % and a single capture's spread to 8 %. A run
 in which the kernel dropped data (out of its receive window, or as old data) or the sender
 reinjected is run again: after such a drop the kernel keeps a hole the capture does not
 show until the sender reinjects, so the two counts measure different things.
@@ -43,7 +49,8 @@ pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
 MAKER = Path(__file__).parents[1] / "integration" / "realbundle.py"
 CLIENT = {"10.55.1.1", "10.55.2.1"}
-ATTEMPTS = 3
+CAPTURES = 5  # clean captures compared, summed
+RETRIES = 3  # runs beyond CAPTURES allowed for runs in which the kernel dropped data
 
 
 def receiver_deltas(bundle: Path, host: str = "client") -> dict[str, int]:
@@ -68,56 +75,80 @@ def kernel_dropped(bundle: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def bundle() -> Iterator[Path]:
-    """One VM boot: the first of up to ATTEMPTS cross-check runs (2 MB, about 3 s each)
-    in which the kernel dropped no data, written into a shared directory."""
+def bundles() -> Iterator[list[Path]]:
+    """One VM boot: the first CAPTURES cross-check runs (2 MB, a few seconds each) in which
+    the kernel dropped no data, each written into a shared directory of its own."""
     with open("/tmp/mprig-vm.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one VM at a time on this machine
         share = Path(tempfile.mkdtemp(prefix="h5-crosscheck-", dir="/var/tmp"))
         try:
-            yield _clean_run(share)
+            yield _clean_runs(share)
         finally:
             shutil.rmtree(share, ignore_errors=True)
 
 
-def _clean_run(share: Path) -> Path:
+def _clean_runs(share: Path) -> list[Path]:
+    clean: list[Path] = []
     dropped = []
     with VmSession(rwdirs=[share], cpus=1) as vm, quiet("crosscheck runs"):  # whole captures
-        for attempt in range(1, ATTEMPTS + 1):
+        for attempt in range(1, CAPTURES + RETRIES + 1):
             out = share / f"h5x{attempt}" / "crosscheck"
             argv = [sys.executable, str(MAKER), str(out), "--crosscheck", "2000000"]
             res = vm.run(argv, timeout=300)
             assert res.returncode == 0, res.stderr[-3000:]
-            dropped.append(kernel_dropped(out))
-            if not dropped[-1]:
-                return out
-    pytest.fail(f"the kernel dropped data in every attempt: {dropped}")
+            if events := kernel_dropped(out):
+                dropped.append(events)
+            else:
+                clean.append(out)
+            if len(clean) == CAPTURES:
+                return clean
+    pytest.fail(f"the kernel dropped data in {len(dropped)} runs of {attempt}: {dropped}")
 
 
-def test_ooo_count_within_2_percent_of_kernel_ofoqueue(bundle: Path) -> None:
-    deltas = receiver_deltas(bundle)
+def counts(bundle: Path) -> tuple[int, int]:
+    """(ours, the kernel's): ooo_skbs over the connections towards the client, and the
+    client's MPTcpExtOFOQueue delta."""
     conns = analyze_pcap(bundle / "client.pcap").connections
     ours = sum(ofo_skbs(c.arrivals) for c in conns if c.subflows[0].dst in CLIENT)
-    kernel = deltas["MPTcpExtOFOQueue"]
-    record = json.loads((bundle / "run.json").read_text())
-    # the setup did what it says: stock kernel, reordering, and a capture that kept up
-    assert (record["capture"]["kernel_drops"], deltas["MPTcpExtNoDSSInWindow"]) == (
-        {"client": 0},
-        0,
+    return ours, receiver_deltas(bundle)["MPTcpExtOFOQueue"]
+
+
+def test_ooo_count_within_2_percent_of_kernel_ofoqueue(bundles: list[Path]) -> None:
+    pairs = [counts(b) for b in bundles]
+    for bundle in bundles:
+        record = json.loads((bundle / "run.json").read_text())
+        # the setup did what it says: stock kernel, reordering, and a capture that kept up
+        assert record["capture"]["kernel_drops"] == {"client": 0}, bundle
+    assert min(kernel for _, kernel in pairs) > 300, pairs
+    assert [abs(ours - kernel) <= 0.08 * kernel for ours, kernel in pairs] == [True] * CAPTURES, (
+        pairs
     )
-    assert kernel > 300, deltas
-    assert abs(ours - kernel) <= 0.02 * kernel, (ours, kernel)
+    ours, kernel = (sum(column) for column in zip(*pairs, strict=True))
+    assert abs(ours - kernel) <= 0.02 * kernel, pairs
 
 
-def test_collect_reports_the_kernel_ratio(bundle: Path) -> None:
-    outcome = collect_campaign(bundle.parent, Options())
-    doc = json.loads((bundle / "metrics.json").read_text())
-    assert (outcome.problems, doc["run_id"], doc["row"]["status"]) == ([], "crosscheck", "complete")
-    assert 0.98 <= doc["kernel_ofo_ratio"] <= 1.02, doc["kernel_ofo"]
-    bulk = doc["bulk"]
-    assert (bulk["bytes_received"], bulk["sha256_received"]) == (2_000_000, bulk["sha256_sent"])
-    row = doc["row"]
-    assert [p for p in ("wifi", "cell") if 0.3 < row[f"link_util.{p}"] <= 1.05] == ["wifi", "cell"]
-    # netem delays the data 40 ms on cell and 10 ms on wifi (their 1000-packet queues, which
-    # the holding receiver's large window fills, add more: the order of the two can flip)
-    assert (row["srtt_ms.cell"] > 40.0, row["srtt_ms.wifi"] > 10.0) == (True, True), row
+def test_collect_reports_the_kernel_ratio(bundles: list[Path]) -> None:
+    ratios = []
+    for bundle in bundles:
+        outcome = collect_campaign(bundle.parent, Options())
+        doc = json.loads((bundle / "metrics.json").read_text())
+        status = (outcome.problems, doc["run_id"], doc["row"]["status"])
+        assert status == ([], "crosscheck", "complete"), bundle
+        ours, kernel = counts(bundle)
+        detail = doc["kernel_ofo"]
+        assert (detail["ooo_skbs"], detail["MPTcpExtOFOQueue"]) == (ours, kernel)
+        assert doc["kernel_ofo_ratio"] == pytest.approx(ours / kernel)
+        ratios.append((ours, kernel))
+        bulk = doc["bulk"]
+        assert (bulk["bytes_received"], bulk["sha256_received"]) == (
+            2_000_000,
+            bulk["sha256_sent"],
+        )
+        row = doc["row"]
+        util = [p for p in ("wifi", "cell") if 0.3 < row[f"link_util.{p}"] <= 1.05]
+        assert util == ["wifi", "cell"], row
+        # netem delays the data 40 ms on cell and 10 ms on wifi (their 1000-packet queues,
+        # which the holding receiver's large window fills, add more: the order can flip)
+        assert (row["srtt_ms.cell"] > 40.0, row["srtt_ms.wifi"] > 10.0) == (True, True), row
+    pooled = sum(o for o, _ in ratios) / sum(k for _, k in ratios)
+    assert 0.98 <= pooled <= 1.02, ratios
