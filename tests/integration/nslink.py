@@ -67,6 +67,24 @@ def policy_route(host: str, i: int, dev: str, addr: str, net: str, endpoint: boo
         ns(host, "ip", "mptcp", "endpoint", "add", addr, "dev", dev, "id", str(i), "subflow")
 
 
+def mptcp_state(*hosts: str) -> str:
+    """What decides whether a join happens, per namespace, for a failure message: the PM's
+    limits and endpoints, and the nonzero MPTCP and listen-queue counters (a join SYN the
+    client never sent, one the server rejected or dropped, an HMAC that failed)."""
+    lines = []
+    for host in hosts:
+        limits = ns(host, "ip", "mptcp", "limits", "show").strip()
+        endpoints = ns(host, "ip", "mptcp", "endpoint", "show").strip().replace("\n", "; ")
+        counters = [
+            " ".join(line.split()[:2])
+            for line in ns(host, "nstat", "-saz").splitlines()
+            if line.startswith(("MPTcpExt", "TcpExtListen")) and line.split()[1] != "0"
+        ]
+        lines.append(f"{host}: limits {limits}; endpoints {endpoints or 'none'}")
+        lines.append(f"{host}: {', '.join(counters) or 'no MPTCP counter moved'}")
+    return "\n".join(lines)
+
+
 def wait_listening(name: str, port: int | str, server: subprocess.Popen | None = None,
                    limit: float = 30.0) -> None:  # fmt: skip
     """Until a TCP socket of namespace `name` listens on `port` (MPTCP listeners included).
