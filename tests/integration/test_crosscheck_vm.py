@@ -128,7 +128,8 @@ def test_ooo_count_within_2_percent_of_kernel_ofoqueue(bundles: list[Path]) -> N
 
 
 def test_collect_reports_the_kernel_ratio(bundles: list[Path]) -> None:
-    ratios = []
+    """`mprig collect` reports, per bundle, the two counts the test above holds to the
+    bound (and their ratio), and the transfer it ran."""
     for bundle in bundles:
         outcome = collect_campaign(bundle.parent, Options())
         doc = json.loads((bundle / "metrics.json").read_text())
@@ -138,7 +139,6 @@ def test_collect_reports_the_kernel_ratio(bundles: list[Path]) -> None:
         detail = doc["kernel_ofo"]
         assert (detail["ooo_skbs"], detail["MPTcpExtOFOQueue"]) == (ours, kernel)
         assert doc["kernel_ofo_ratio"] == pytest.approx(ours / kernel)
-        ratios.append((ours, kernel))
         bulk = doc["bulk"]
         assert (bulk["bytes_received"], bulk["sha256_received"]) == (
             2_000_000,
@@ -150,5 +150,3 @@ def test_collect_reports_the_kernel_ratio(bundles: list[Path]) -> None:
         # netem delays the data 40 ms on cell and 10 ms on wifi (their 1000-packet queues,
         # which the holding receiver's large window fills, add more: the order can flip)
         assert (row["srtt_ms.cell"] > 40.0, row["srtt_ms.wifi"] > 10.0) == (True, True), row
-    pooled = sum(o for o, _ in ratios) / sum(k for _, k in ratios)
-    assert 0.98 <= pooled <= 1.02, ratios
