@@ -193,7 +193,7 @@ def add_starts(a: Attempt, cmds: commands.RunCommands, b: Batch) -> list[tuple[s
 def traffic_stage(a: Attempt, cmds: commands.RunCommands) -> float:
     """The traffic client, killed at its timeout; returns the traffic seconds."""
     host, argv = cmds.client
-    limit = traffic.timeout_s(a.run.traffic, traffic.round_trip_loss(a.run.paths))
+    limit = traffic.run_timeout_s(a.run.traffic, a.run.paths)
     b = Batch()
     for h, _, log in cmds.timed:  # the timeline's t = 0: the agents go with the client
         b.add(h, Cmd(["kill", "-USR1", str(a.background[h][Path(log).stem])]))

@@ -97,6 +97,7 @@ def execute(ctx: Context, run: Run) -> dict[str, Any]:
     if earlier:
         record["earlier_attempts"] = earlier
     record["timings"]["started"] = round(started, 3)
+    record["timings"]["traffic_timeout_s"] = traffic.run_timeout_s(run.traffic, run.paths)
     record["timings"]["ended"] = round(time.time(), 3)
     record["timings"]["overhead_s"] = round(
         record["timings"]["ended"] - started - record["timings"]["traffic_s"], 3

@@ -76,6 +76,12 @@ def timeout_s(t: Traffic, round_trip_loss: float = 0.0) -> float:
     return t.duration_s + t.omit_s + margin
 
 
+def run_timeout_s(t: Traffic, paths: Iterable[Path]) -> float:
+    """timeout_s for a run over PATHS (their worst round-trip loss): what the runner gives
+    the traffic client, and run.json `timings.traffic_timeout_s`."""
+    return timeout_s(t, round_trip_loss(paths))
+
+
 def margin_s(round_trip_loss: float) -> float:
     """How long past its end a traffic command may take: 15 s, plus over a lossy path the
     backoff of TCP's retransmissions of the exchange that ends it (iperf3's control

@@ -25,10 +25,12 @@ class Reporter:
         self.retries.append((run_id, attempt, reason))
 
 
-def execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[Any]) -> dict[str, Any]:
+def execute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[Any], spec: str = SPEC
+) -> dict[str, Any]:
     """run.json of one run whose attempts end as OUTCOMES say: a reason that is transient
     (retried), ("fatal", reason) that is not, or None for complete."""
-    run = expand(parse_campaign(SPEC, "retried.yaml"))[0]
+    run = expand(parse_campaign(spec, "retried.yaml"))[0]
 
     def one_attempt(ctx: Any, run: Any, number: int) -> dict[str, Any]:
         staging = bundle.partial_dir(ctx.results, run.run_id)
@@ -81,3 +83,20 @@ def test_a_first_attempt_that_ends_the_run_records_none(
     failed = execute(tmp_path / "f", monkeypatch, [("fatal", "spec: bad")])
     assert (failed["status"], failed["attempts"]) == ("failed", 1)
     assert "earlier_attempts" not in failed
+
+
+LOSSY = SPEC.replace(
+    "  - {name: wifi, kind: wifi, rate_mbit: 20, delay_ms: 10}",
+    "  - {name: wifi, kind: wifi, wifi_standard: 11g, distance_m: 100, channel_model: paper003,"
+    " rate_mbit: 54, delay_ms: 10}",
+)
+
+
+@pytest.mark.parametrize(("spec", "timeout"), [(SPEC, 5 + 15.0), (LOSSY, 5 + 120.0)])
+def test_run_json_records_the_traffic_timeout_the_run_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, timeout: float
+) -> None:
+    """A hang's reason names the limit, but a run that finished said nothing of it: the
+    margin follows the paths' loss (15 s lossless, 120 s at 100 m in paper 003's model)."""
+    record = execute(tmp_path, monkeypatch, [HUNG, None], spec)
+    assert record["timings"]["traffic_timeout_s"] == timeout
