@@ -290,8 +290,10 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
 
         vmbpf.for_vm(knobs.congestion_controls(campaign.variants))  # before the boot
         with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
+            inputs = [Path(args.file).parent, getattr(args, "skip_archived", None)]
+            shared = [results, *vm.shares_for(inputs)]  # a spec in /var/tmp: not in the guest
             return vm.run_in_vm(
-                argv, [results], timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
+                argv, shared, timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
             )
     except KeyboardInterrupt:
         print(

@@ -113,6 +113,30 @@ def _guest_path() -> str:
     return f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+# What virtme-ng's init (virtme/guest/virtme-init) mounts afresh in the guest, besides its
+# own /tmp: host files under these are not there unless shared.
+GUEST_PRIVATE = tuple(
+    Path(d)
+    for d in ("/tmp", "/run", "/dev/shm", "/var/tmp", "/var/log", "/var/cache", "/var/lib/apt")
+)
+
+
+def hidden_in_guest(path: str | Path) -> bool:
+    """Whether the guest sees a fresh file system at `path` instead of the host's."""
+    p = Path(os.path.abspath(path))
+    return any(p == d or d in p.parents for d in GUEST_PRIVATE)
+
+
+def shares_for(dirs: Sequence[str | Path | None]) -> list[Path]:
+    """The host directories among `dirs` that a guest must get shared to see them (an input
+    kept under /tmp or /var/tmp), resolved, each once."""
+    out: list[Path] = []
+    for d in dirs:
+        if d is not None and hidden_in_guest(d) and Path(os.path.realpath(d)) not in out:
+            out.append(Path(os.path.realpath(d)))
+    return out
+
+
 def _vng_argv(
     share: Path,
     rwdirs: Sequence[Path],
