@@ -130,11 +130,8 @@ def hidden_in_guest(path: str | Path) -> bool:
 def shares_for(dirs: Sequence[str | Path | None]) -> list[Path]:
     """The host directories among `dirs` that a guest must get shared to see them (an input
     kept under /tmp or /var/tmp), resolved, each once."""
-    out: list[Path] = []
-    for d in dirs:
-        if d is not None and hidden_in_guest(d) and Path(os.path.realpath(d)) not in out:
-            out.append(Path(os.path.realpath(d)))
-    return out
+    hidden = [Path(os.path.realpath(d)) for d in dirs if d is not None and hidden_in_guest(d)]
+    return list(dict.fromkeys(hidden))
 
 
 def _vng_argv(

@@ -29,6 +29,7 @@ show until the sender reinjects, so the two counts measure different things.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import shutil
 import sys
@@ -105,6 +106,7 @@ def _clean_runs(share: Path) -> list[Path]:
     pytest.fail(f"the kernel dropped data in {len(dropped)} runs of {attempt}: {dropped}")
 
 
+@functools.cache  # both tests read each capture
 def counts(bundle: Path) -> tuple[int, int]:
     """(ours, the kernel's): ooo_skbs over the connections towards the client, and the
     client's MPTcpExtOFOQueue delta."""

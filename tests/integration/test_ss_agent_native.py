@@ -215,10 +215,17 @@ def settle(want_subflows: int = 2, limit: float = 20.0, nudge_after: float = 5.0
     )
 
 
+def endpoint_ids() -> list[int]:
+    """The ids of the client's MPTCP endpoints."""
+    return [
+        int(i) for i in re.findall(r"\bid (\d+)", ns(CLIENT, "ip", "mptcp", "endpoint", "show"))
+    ]
+
+
 def renew_endpoint() -> None:
     """The client's subflow endpoint on path 2 again, under a new id (one the PM of a live
     connection has not used)."""
-    ids = [int(i) for i in re.findall(r"\bid (\d+)", ns(CLIENT, "ip", "mptcp", "endpoint", "show"))]
+    ids = endpoint_ids()
     for i in ids:
         ns(CLIENT, "ip", "mptcp", "endpoint", "delete", "id", str(i))
     endpoint = ["10.123.2.1", "dev", f"{TAG}c2", "id", str(max(ids, default=2) + 1), "subflow"]
@@ -274,8 +281,8 @@ def test_the_sampler_prints_what_ss_prints(rig: None, mode: str, tmp_path: Path)
 def test_a_join_asked_for_again_comes(rig: None) -> None:
     """settle()'s remedy works on this kernel: a connection opened while the client had no
     subflow endpoint has one subflow; with the endpoint added anew it gets its join."""
-    for i in re.findall(r"\bid (\d+)", ns(CLIENT, "ip", "mptcp", "endpoint", "show")):
-        ns(CLIENT, "ip", "mptcp", "endpoint", "delete", "id", i)
+    for i in endpoint_ids():
+        ns(CLIENT, "ip", "mptcp", "endpoint", "delete", "id", str(i))
     procs = connection("fast", v6=False)
     try:
         settle(want_subflows=1)
