@@ -84,6 +84,11 @@ class Campaign(StrictModel):
     _source: Source | None = PrivateAttr(default=None)  # file and lines, when read from one
     _deprecations: tuple[str, ...] = PrivateAttr(default=())  # old spellings (spec_spelling)
 
+    def input_files(self) -> tuple[str, ...]:
+        """The files a run reads besides the campaign, as written (a relative one from the
+        working directory): each path's trace."""
+        return tuple(p.trace.file for p in self.paths if p.trace is not None)
+
     @property
     def deprecations(self) -> tuple[str, ...]:
         """A `file:line: field: ...` warning per old spelling the file used."""

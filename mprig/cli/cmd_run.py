@@ -288,10 +288,10 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
     try:
         from mprig.run.headroom import HOST_CPU_FILE, HostCpuWriter
 
+        inputs = [Path(args.file).resolve(), *campaign.input_files()]  # /var/tmp: not in VM
+        shared = [results, *vm.shares_for(inputs, [getattr(args, "skip_archived", None)])]
         vmbpf.for_vm(knobs.congestion_controls(campaign.variants))  # before the boot
         with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
-            inputs = [Path(args.file).parent, getattr(args, "skip_archived", None)]
-            shared = [results, *vm.shares_for(inputs)]  # a spec in /var/tmp: not in the guest
             return vm.run_in_vm(
                 argv, shared, timeout=deadline, on_start=lambda p: setattr(cpu, "pgid", p.pid)
             )

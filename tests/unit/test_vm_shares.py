@@ -1,17 +1,21 @@
 """`mprig run` in VM mode shares with the guest the inputs the guest cannot see: virtme-ng's
-init mounts fresh file systems over /tmp, /run, /var/tmp, /var/log, /var/cache and others,
-so a campaign file (or a --skip-archived archive) kept there was "No such file or
-directory" inside the guest, after a 30 s boot. The boot is replaced by a recorder."""
+init mounts fresh file systems over /run, /var/tmp, /var/log, /var/cache and others, so a
+campaign file (or a --skip-archived archive, or a path's trace) kept there was "No such
+file or directory" inside the guest, after a 30 s boot. /tmp is not one of them: vng
+overlays the host's. The boot is replaced by a recorder."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_merge import SPEC
+from test_spec_timeline import ALT
 
 from mprig.cli.main import main
+from mprig.errors import MprigError
 from mprig.rig import vm
 
 
@@ -19,7 +23,10 @@ from mprig.rig import vm
     ("path", "hidden"),
     [
         ("/var/tmp/check/c.yaml", True),
-        ("/tmp/c.yaml", True),
+        ("/tmp/c.yaml", False),  # an overlay on the host's /tmp: read through
+        ("/tmp/ci/.venv/bin/python", False),
+        ("/var/lib/sudo/c.yaml", True),
+        ("/lib/modules/6.1.0-57-amd64", True),
         ("/run/x/c.yaml", True),
         ("/var/cache/mprig/c.yaml", True),
         ("/var/log", True),
@@ -33,9 +40,8 @@ def test_what_the_guest_mounts_afresh_is_hidden(path: str, hidden: bool) -> None
     assert vm.hidden_in_guest(Path(path)) is hidden
 
 
-def test_a_campaign_the_guest_cannot_see_is_shared(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def recorder(monkeypatch: pytest.MonkeyPatch) -> list[list[Path]]:
+    """The directories each boot would have shared; the boot itself is not made."""
     shared: list[list[Path]] = []
 
     def record(argv: list[str], rwdirs: list[Path], **_: Any) -> int:
@@ -44,6 +50,13 @@ def test_a_campaign_the_guest_cannot_see_is_shared(
 
     monkeypatch.setattr(vm, "run_in_vm", record)
     monkeypatch.setenv("MPRIG_VNG", "/usr/bin/vng")
+    return shared
+
+
+def test_a_campaign_the_guest_cannot_see_is_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = recorder(monkeypatch)
     monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))  # wherever TMPDIR is
     spec_dir = tmp_path / "specs"
     spec_dir.mkdir()
@@ -56,4 +69,74 @@ def test_a_campaign_the_guest_cannot_see_is_shared(
 
 def test_only_hidden_directories_are_shared_once() -> None:
     dirs = [Path("/var/tmp/c"), Path("/work/main/experiments"), None, Path("/var/tmp/c")]
-    assert vm.shares_for(dirs) == [Path("/var/tmp/c")]
+    assert vm.shares_for([], dirs) == [Path("/var/tmp/c")]
+    files = ["/var/tmp/c/a.yaml", "/var/tmp/c/b.trace", "/work/main/experiments/smoke.yaml"]
+    assert vm.shares_for(files) == [Path("/var/tmp/c")]
+
+
+@pytest.mark.parametrize("where", ["/var/tmp", "/run", "/var/log"])
+def test_an_input_directly_where_the_guest_mounts_afresh_is_refused(where: str) -> None:
+    with pytest.raises(
+        MprigError, match=re.escape(f"{where}/c.yaml: the VM mounts a fresh {where} ")
+    ) as e:
+        vm.shares_for([f"{where}/c.yaml"])
+    assert f"mkdir {where}/mine" in str(e.value)
+
+
+def test_a_relative_input_shares_the_working_directory_when_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    work = tmp_path / "work"
+    (work / "traces").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    assert vm.shares_for(["traces/a.trace"]) == [work.resolve() / "traces", work.resolve()]
+    assert vm.shares_for([str(work / "traces" / "a.trace")]) == [work.resolve() / "traces"]
+    monkeypatch.chdir(tmp_path)  # the root itself: the guest could not resolve it there
+    with pytest.raises(MprigError, match=r"a\.trace: the VM mounts a fresh"):
+        vm.shares_for(["a.trace"])
+
+
+TRACED = """\
+name: traced
+paths:
+  - name: wifi
+    kind: wifi
+    trace: {trace}
+    up: {{rate_mbit: 20}}
+  - {{name: cell, kind: cellular, rate_mbit: 10}}
+variants:
+  - name: mptcp
+traffic: {{duration_s: 10}}
+"""
+
+
+def test_a_trace_the_guest_cannot_see_is_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = recorder(monkeypatch)
+    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "a.trace").write_text(ALT.read_text())
+    spec = tmp_path / "specs" / "traced.yaml"
+    spec.parent.mkdir()
+    spec.write_text(TRACED.format(trace=traces / "a.trace"))
+    results = tmp_path / "r"
+    argv = ["run", str(spec), "--vm", "--quiet", "--results", str(results)]
+    assert main(argv) == 0
+    assert shared[-1] == [results / "traced", spec.parent.resolve(), traces.resolve()]
+
+
+def test_an_input_the_guest_cannot_share_stops_before_the_boot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = recorder(monkeypatch)
+    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    (tmp_path / "mc.yaml").write_text(SPEC)
+    argv = ["run", str(tmp_path / "mc.yaml"), "--vm", "--quiet", "--results", str(tmp_path)]
+    assert main(argv) == 1  # an MprigError: said, no traceback
+    assert shared == []
+    err = capsys.readouterr().err
+    assert f"{tmp_path.resolve() / 'mc.yaml'}: the VM mounts a fresh" in err
+    assert "Traceback" not in err
