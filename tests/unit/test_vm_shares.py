@@ -140,3 +140,18 @@ def test_an_input_the_guest_cannot_share_stops_before_the_boot(
     err = capsys.readouterr().err
     assert f"{tmp_path.resolve() / 'mc.yaml'}: the VM mounts a fresh" in err
     assert "Traceback" not in err
+
+
+def test_validate_warns_of_an_input_a_vm_run_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    (tmp_path / "mc.yaml").write_text(SPEC)
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "mc.yaml").write_text(SPEC)
+    assert main(["validate", str(tmp_path / "ok" / "mc.yaml")]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["validate", str(tmp_path / "mc.yaml")]) == 0  # a native run can read it
+    err = capsys.readouterr().err
+    assert err.startswith(f"mprig: warning: {tmp_path.resolve() / 'mc.yaml'}: the VM mounts")
+    assert err.rstrip().endswith("(when it runs in a VM)")
