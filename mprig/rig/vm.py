@@ -55,7 +55,7 @@ def vm_memory() -> str:
     return value
 
 
-SHARE_ROOT = Path("/var/tmp")  # host directory for per-VM exchange dirs (not /tmp: VM has its own)
+SHARE_ROOT = Path("/var/tmp")  # per-VM exchange dirs (the guest's writes to /tmp stay in it)
 # Boot deadlines: a KVM guest is up in seconds, a software-emulated one in 25-50 s on an
 # idle 2-core machine; MPRIG_VM_KVM_BOOT_TIMEOUT / MPRIG_VM_BOOT_TIMEOUT override them.
 KVM_BOOT_TIMEOUT = 60.0
@@ -166,7 +166,14 @@ def shares_for(files: Sequence[str | Path], dirs: Sequence[str | Path | None] = 
                 f" out of {real}, or run with --no-vm"
             )
         shared.append(real)
-    return list(dict.fromkeys(shared))
+    return [d for d in dict.fromkeys(shared) if not any(o in d.parents for o in shared)]
+
+
+def _code_dirs() -> list[str]:
+    """What the guest runs mprig from: the Python environment and the source tree (an
+    editable install), shared when they lie where the guest mounts afresh (a clone in
+    /var/tmp)."""
+    return [sys.prefix, str(Path(__file__).resolve().parents[2])]
 
 
 def _vng_argv(
@@ -319,6 +326,7 @@ def run_in_vm(
         (share / "run.sh").write_text(_guest_script(argv, status, share, bpf))
         exec_cmd = f"sh {share / 'run.sh'}"
         rwdirs = [*rwdirs, *([bpf] if bpf is not None and bpf not in rwdirs else [])]
+        rwdirs += [d for d in shares_for([], _code_dirs()) if d not in rwdirs]
         with boot_lock():
             rc = _boot(share, rwdirs, exec_cmd, (memory, cpus), timeout, console, on_start, tell)
         if not status.exists():

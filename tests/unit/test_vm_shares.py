@@ -90,7 +90,7 @@ def test_a_relative_input_shares_the_working_directory_when_hidden(
     work = tmp_path / "work"
     (work / "traces").mkdir(parents=True)
     monkeypatch.chdir(work)
-    assert vm.shares_for(["traces/a.trace"]) == [work.resolve() / "traces", work.resolve()]
+    assert vm.shares_for(["traces/a.trace"]) == [work.resolve()]  # the traces with it
     assert vm.shares_for([str(work / "traces" / "a.trace")]) == [work.resolve() / "traces"]
     monkeypatch.chdir(tmp_path)  # the root itself: the guest could not resolve it there
     with pytest.raises(MprigError, match=r"a\.trace: the VM mounts a fresh"):
@@ -155,3 +155,32 @@ def test_validate_warns_of_an_input_a_vm_run_would_refuse(
     err = capsys.readouterr().err
     assert err.startswith(f"mprig: warning: {tmp_path.resolve() / 'mc.yaml'}: the VM mounts")
     assert err.rstrip().endswith("(when it runs in a VM)")
+
+
+def test_a_nested_directory_is_shared_through_its_parent() -> None:
+    dirs = ["/var/tmp/clone/.venv", "/var/tmp/clone", "/var/tmp/other"]
+    assert vm.shares_for([], dirs) == [Path("/var/tmp/clone"), Path("/var/tmp/other")]
+
+
+def test_the_guest_gets_mprig_itself_when_it_lies_where_the_guest_mounts_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone in /var/tmp: the guest would find neither the venv's python nor the code."""
+    code = Path(vm.__file__).resolve().parents[2]
+    booted: list[list[Path]] = []
+
+    def boot(share: Path, rwdirs: list[Path], *_: Any) -> int:
+        booted.append(list(rwdirs))
+        (share / "status").write_text("0\n")
+        return 0
+
+    monkeypatch.setattr(vm, "_boot", boot)
+    monkeypatch.setattr(vm, "SHARE_ROOT", tmp_path)
+    monkeypatch.setenv("MPRIG_BPF_CACHE", str(tmp_path / "bpf"))
+    monkeypatch.setenv("MPRIG_VM_BOOT_LOCK", str(tmp_path / "lock"))  # not a real VM's
+    assert vm.run_in_vm(["true"], [tmp_path / "r"]) == 0
+    monkeypatch.setattr(vm, "GUEST_PRIVATE", (code.parent,))
+    assert vm.run_in_vm(["true"], [tmp_path / "r"]) == 0
+    assert booted[0] == [tmp_path / "r", tmp_path / "bpf"]
+    assert booted[1] == [tmp_path / "r", tmp_path / "bpf", *vm.shares_for([], vm._code_dirs())]
+    assert code in booted[1]
