@@ -260,7 +260,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
     """Re-execute this command inside one VM (`--no-vm` there); the results are shared."""
     import signal
 
-    from mprig.rig import vm
+    from mprig.rig import vm, vmshares
     from mprig.stack import knobs, vmbpf
 
     argv = [sys.executable, "-m", "mprig.cli", "run", str(Path(args.file).resolve())]
@@ -289,7 +289,7 @@ def _run_in_vm(args: argparse.Namespace, results: Path, deadline: float, campaig
         from mprig.run.headroom import HOST_CPU_FILE, HostCpuWriter
 
         inputs = [Path(args.file).resolve(), *campaign.input_files()]  # /var/tmp: not in VM
-        shared = [results, *vm.shares_for(inputs, [getattr(args, "skip_archived", None)])]
+        shared = [results, *vmshares.shares_for(inputs, [getattr(args, "skip_archived", None)])]
         vmbpf.for_vm(knobs.congestion_controls(campaign.variants))  # before the boot
         with HostCpuWriter(results / HOST_CPU_FILE) as cpu:  # the runner inside reads it
             return vm.run_in_vm(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from mprig.campaign.plan import Run, run_json
 from mprig.errors import MprigError, SpecError, error_lines, escape
-from mprig.rig import vm
+from mprig.rig import vmshares
 from mprig.rig.layout import DEFAULT_RIG
 from mprig.run.judge import plan_file, run_time_checks
 
@@ -100,7 +100,7 @@ def validate(args: argparse.Namespace) -> int:
             print(f"mprig: warning: {line}", file=sys.stderr)
         if campaign.rig.inventory == "virtual":  # `mprig run --vm` refuses what it cannot share
             try:
-                vm.shares_for([os.path.abspath(name), *campaign.input_files()])
+                vmshares.shares_for([os.path.abspath(name), *campaign.input_files()])
             except MprigError as e:
                 print(f"mprig: warning: {e} (when it runs in a VM)", file=sys.stderr)
         print(f"OK {escape(name)}: {len(runs)} run{'s' if len(runs) != 1 else ''}")

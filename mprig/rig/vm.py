@@ -36,6 +36,7 @@ from mprig.errors import MprigError, ToolMissing, UsageError
 from mprig.rig import kvm, vmboot
 from mprig.rig.vmprobe import IN_VM_ENV, find_kernel
 from mprig.rig.vmprobe import acceleration as acceleration  # run.py reads vm.acceleration()
+from mprig.rig.vmshares import fit_shares, shares_for
 from mprig.tools import which
 
 VM_HOSTNAME = "mprig-vm"
@@ -111,62 +112,6 @@ def _host_env() -> dict[str, str]:
 def _guest_path() -> str:
     venv_bin = str(Path(sys.executable).parent)
     return f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-# What virtme-ng's init (virtme-ng-init, virtme/guest/virtme-init) mounts afresh in the
-# guest: host files under these are not there unless shared. Not /tmp: vng lays an overlay
-# on the host's /tmp (as on /etc, /usr, /var), so the guest reads the host's files there and
-# its own writes stay in the guest; the tmpfs mounts over /var/tmp, /var/log, ... hide the
-# host's. (make test runs its VM tests from a clone in /tmp, venv included.)
-GUEST_PRIVATE = tuple(
-    Path(os.path.realpath(d))  # /lib/modules is /usr/lib/modules on a merged-/usr Debian
-    for d in (
-        "/run",
-        "/dev/shm",
-        "/var/tmp",
-        "/var/log",
-        "/var/cache",
-        "/var/lib/apt",
-        "/var/lib/private",
-        "/var/lib/sudo",
-        "/var/lib/machines",
-        "/var/lib/portables",
-        "/var/spool/rsyslog",
-        "/lib/modules",
-    )
-)
-
-
-def hidden_in_guest(path: str | Path) -> bool:
-    """Whether the guest sees a fresh file system at `path` instead of the host's."""
-    p = Path(os.path.realpath(path))
-    return any(p == d or d in p.parents for d in GUEST_PRIVATE)
-
-
-def shares_for(files: Sequence[str | Path], dirs: Sequence[str | Path | None] = ()) -> list[Path]:
-    """The host directories a guest must get shared to read `files` and `dirs`: the
-    directory of each file and each directory that lies where the guest mounts a fresh file
-    system (an input kept under /var/tmp), resolved, each once. The working directory too
-    when a file is named relative to it (the guest resolves it from there). MprigError for
-    an input directly in such a directory: sharing all of /var/tmp or /run would hide the
-    guest's own."""
-    wanted = [(str(f), Path(os.path.abspath(f)).parent) for f in files]
-    wanted += [(str(d), Path(os.path.abspath(d))) for d in dirs if d is not None]
-    if any(not Path(f).is_absolute() for f in files):
-        wanted.append(("the working directory", Path.cwd()))
-    shared: list[Path] = []
-    for name, where in wanted:
-        real = Path(os.path.realpath(where))
-        if not hidden_in_guest(real):
-            continue
-        if real in GUEST_PRIVATE:
-            raise MprigError(
-                f"{name}: the VM mounts a fresh {real} over the host's, so the run could not"
-                f" read it there; move it into a directory of its own (mkdir {real}/mine) or"
-                f" out of {real}, or run with --no-vm"
-            )
-        shared.append(real)
-    return [d for d in dict.fromkeys(shared) if not any(o in d.parents for o in shared)]
 
 
 def _code_dirs() -> list[str]:
@@ -325,8 +270,7 @@ def run_in_vm(
         status = share / "status"
         (share / "run.sh").write_text(_guest_script(argv, status, share, bpf))
         exec_cmd = f"sh {share / 'run.sh'}"
-        rwdirs = [*rwdirs, *([bpf] if bpf is not None and bpf not in rwdirs else [])]
-        rwdirs += [d for d in shares_for([], _code_dirs()) if d not in rwdirs]
+        rwdirs = fit_shares([*rwdirs, *([bpf] if bpf else []), *shares_for([], _code_dirs())])
         with boot_lock():
             rc = _boot(share, rwdirs, exec_cmd, (memory, cpus), timeout, console, on_start, tell)
         if not status.exists():

@@ -16,7 +16,7 @@ from test_spec_timeline import ALT
 
 from mprig.cli.main import main
 from mprig.errors import MprigError
-from mprig.rig import vm
+from mprig.rig import vm, vmshares
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ from mprig.rig import vm
     ],
 )
 def test_what_the_guest_mounts_afresh_is_hidden(path: str, hidden: bool) -> None:
-    assert vm.hidden_in_guest(Path(path)) is hidden
+    assert vmshares.hidden_in_guest(Path(path)) is hidden
 
 
 def recorder(monkeypatch: pytest.MonkeyPatch) -> list[list[Path]]:
@@ -57,7 +57,7 @@ def test_a_campaign_the_guest_cannot_see_is_shared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shared = recorder(monkeypatch)
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))  # wherever TMPDIR is
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (tmp_path.resolve(),))  # wherever TMPDIR is
     spec_dir = tmp_path / "specs"
     spec_dir.mkdir()
     (spec_dir / "mc.yaml").write_text(SPEC)
@@ -69,9 +69,9 @@ def test_a_campaign_the_guest_cannot_see_is_shared(
 
 def test_only_hidden_directories_are_shared_once() -> None:
     dirs = [Path("/var/tmp/c"), Path("/work/main/experiments"), None, Path("/var/tmp/c")]
-    assert vm.shares_for([], dirs) == [Path("/var/tmp/c")]
+    assert vmshares.shares_for([], dirs) == [Path("/var/tmp/c")]
     files = ["/var/tmp/c/a.yaml", "/var/tmp/c/b.trace", "/work/main/experiments/smoke.yaml"]
-    assert vm.shares_for(files) == [Path("/var/tmp/c")]
+    assert vmshares.shares_for(files) == [Path("/var/tmp/c")]
 
 
 @pytest.mark.parametrize("where", ["/var/tmp", "/run", "/var/log"])
@@ -79,22 +79,22 @@ def test_an_input_directly_where_the_guest_mounts_afresh_is_refused(where: str) 
     with pytest.raises(
         MprigError, match=re.escape(f"{where}/c.yaml: the VM mounts a fresh {where} ")
     ) as e:
-        vm.shares_for([f"{where}/c.yaml"])
+        vmshares.shares_for([f"{where}/c.yaml"])
     assert f"mkdir {where}/mine" in str(e.value)
 
 
 def test_a_relative_input_shares_the_working_directory_when_hidden(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (tmp_path.resolve(),))
     work = tmp_path / "work"
     (work / "traces").mkdir(parents=True)
     monkeypatch.chdir(work)
-    assert vm.shares_for(["traces/a.trace"]) == [work.resolve()]  # the traces with it
-    assert vm.shares_for([str(work / "traces" / "a.trace")]) == [work.resolve() / "traces"]
+    assert vmshares.shares_for(["traces/a.trace"]) == [work.resolve()]  # the traces with it
+    assert vmshares.shares_for([str(work / "traces" / "a.trace")]) == [work.resolve() / "traces"]
     monkeypatch.chdir(tmp_path)  # the root itself: the guest could not resolve it there
     with pytest.raises(MprigError, match=r"a\.trace: the VM mounts a fresh"):
-        vm.shares_for(["a.trace"])
+        vmshares.shares_for(["a.trace"])
 
 
 TRACED = """\
@@ -115,7 +115,7 @@ def test_a_trace_the_guest_cannot_see_is_shared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shared = recorder(monkeypatch)
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (tmp_path.resolve(),))
     traces = tmp_path / "traces"
     traces.mkdir()
     (traces / "a.trace").write_text(ALT.read_text())
@@ -132,7 +132,7 @@ def test_an_input_the_guest_cannot_share_stops_before_the_boot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     shared = recorder(monkeypatch)
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (tmp_path.resolve(),))
     (tmp_path / "mc.yaml").write_text(SPEC)
     argv = ["run", str(tmp_path / "mc.yaml"), "--vm", "--quiet", "--results", str(tmp_path)]
     assert main(argv) == 1  # an MprigError: said, no traceback
@@ -145,7 +145,7 @@ def test_an_input_the_guest_cannot_share_stops_before_the_boot(
 def test_validate_warns_of_an_input_a_vm_run_would_refuse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (tmp_path.resolve(),))
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (tmp_path.resolve(),))
     (tmp_path / "mc.yaml").write_text(SPEC)
     (tmp_path / "ok").mkdir()
     (tmp_path / "ok" / "mc.yaml").write_text(SPEC)
@@ -159,7 +159,7 @@ def test_validate_warns_of_an_input_a_vm_run_would_refuse(
 
 def test_a_nested_directory_is_shared_through_its_parent() -> None:
     dirs = ["/var/tmp/clone/.venv", "/var/tmp/clone", "/var/tmp/other"]
-    assert vm.shares_for([], dirs) == [Path("/var/tmp/clone"), Path("/var/tmp/other")]
+    assert vmshares.shares_for([], dirs) == [Path("/var/tmp/clone"), Path("/var/tmp/other")]
 
 
 def test_the_guest_gets_mprig_itself_when_it_lies_where_the_guest_mounts_afresh(
@@ -179,8 +179,31 @@ def test_the_guest_gets_mprig_itself_when_it_lies_where_the_guest_mounts_afresh(
     monkeypatch.setenv("MPRIG_BPF_CACHE", str(tmp_path / "bpf"))
     monkeypatch.setenv("MPRIG_VM_BOOT_LOCK", str(tmp_path / "lock"))  # not a real VM's
     assert vm.run_in_vm(["true"], [tmp_path / "r"]) == 0
-    monkeypatch.setattr(vm, "GUEST_PRIVATE", (code.parent,))
+    monkeypatch.setattr(vmshares, "GUEST_PRIVATE", (code.parent,))
     assert vm.run_in_vm(["true"], [tmp_path / "r"]) == 0
     assert booted[0] == [tmp_path / "r", tmp_path / "bpf"]
-    assert booted[1] == [tmp_path / "r", tmp_path / "bpf", *vm.shares_for([], vm._code_dirs())]
+    assert booted[1] == [
+        tmp_path / "r",
+        tmp_path / "bpf",
+        *vmshares.shares_for([], vm._code_dirs()),
+    ]
     assert code in booted[1]
+
+
+def test_no_more_directories_are_shared_than_a_boot_takes() -> None:
+    """Six shared directories panic the stock kernel before userspace ("Too many boot env
+    vars": vng passes 3 boot variables per directory to init, Linux at most 32) and vng
+    exits 255 without a word; the exchange directory is one of the five."""
+    fixed = [Path("/work/r/c"), Path("/var/cache/mprig/bpf")]
+    inputs = [Path("/var/tmp/c/specs"), Path("/var/tmp/c/traces"), Path("/var/tmp/clone")]
+    fitted = vmshares.fit_shares([*fixed, *inputs, Path("/var/tmp/clone/.venv")])
+    assert fitted == [
+        fixed[0],
+        Path("/var/cache/mprig"),
+        Path("/var/tmp/c"),
+        Path("/var/tmp/clone"),
+    ]
+    assert vmshares.fit_shares([*fixed, *inputs[:2]]) == [*fixed, *inputs[:2]]  # as given
+    many = [*fixed, Path("/var/tmp/a/x"), Path("/var/tmp/b/x"), Path("/var/cache/c/x")]
+    with pytest.raises(MprigError, match="would need 6 shared directories and boots with at"):
+        vmshares.fit_shares(many)
