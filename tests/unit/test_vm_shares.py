@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from test_merge import SPEC
-from test_spec_timeline import ALT
+from test_spec_timeline import ALT, campaign
 
 from mprig.cli.main import main
 from mprig.errors import MprigError
@@ -97,20 +97,6 @@ def test_a_relative_input_shares_the_working_directory_when_hidden(
         vmshares.shares_for(["a.trace"])
 
 
-TRACED = """\
-name: traced
-paths:
-  - name: wifi
-    kind: wifi
-    trace: {trace}
-    up: {{rate_mbit: 20}}
-  - {{name: cell, kind: cellular, rate_mbit: 10}}
-variants:
-  - name: mptcp
-traffic: {{duration_s: 10}}
-"""
-
-
 def test_a_trace_the_guest_cannot_see_is_shared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,7 +107,7 @@ def test_a_trace_the_guest_cannot_see_is_shared(
     (traces / "a.trace").write_text(ALT.read_text())
     spec = tmp_path / "specs" / "traced.yaml"
     spec.parent.mkdir()
-    spec.write_text(TRACED.format(trace=traces / "a.trace"))
+    spec.write_text(campaign(str(traces / "a.trace")).replace("name: t\n", "name: traced\n", 1))
     results = tmp_path / "r"
     argv = ["run", str(spec), "--vm", "--quiet", "--results", str(results)]
     assert main(argv) == 0
