@@ -105,7 +105,10 @@ def _window(entry: Entry, sd: float, capacity: float) -> tuple[float, float]:
     ref = entry.ref
     slack = entry.tolerance.bound(ref.value, sd)
     if ref.kind == "at_most":
-        floor = ref.floor if ref.floor is not None else (ref.floor_capacity or 0) * capacity
+        # capacity is in bits/s: the floor takes the metric's scale like the values do
+        floor = (
+            ref.floor if ref.floor is not None else (ref.floor_capacity or 0) * capacity * ref.scale
+        )
         return floor, ref.value + slack
     if ref.kind == "at_least":
         return ref.value - slack, ref.ceiling if ref.ceiling is not None else math.inf
@@ -193,6 +196,11 @@ def judge(entry: Entry, a: Sample, b: Sample | None) -> Check:
         return _configuration(entry, est)
     capacity = float(a.runs["capacity_bps"].mean()) if "capacity_bps" in a.runs else NAN
     window = _window(entry, est.sd, capacity)
+    if window[0] > window[1]:  # no value could pass: the reference, not the runs, is wrong
+        raise NotComparable(
+            f"the window [{_fmt(window[0])}, {_fmt(window[1])}] {ref.unit} is empty: the "
+            f"sanity floor lies above the bound on these paths; fix the reference's floor"
+        )
     base = Check(ref.id, entry, est.mean, est.n, "inconclusive", "", est.low, est.high, window,
                  None, est.n_base)  # fmt: skip
     verdict, n_more = decide(est.mean, est.low, est.high, est.n_eff, window, est.sd)

@@ -351,6 +351,28 @@ def test_a_collapsed_run_cannot_pass_a_never_above_bound() -> None:
     assert "sanity floor" in got["000-text-s2-nopr-max"].reason
 
 
+def test_a_capacity_floor_is_in_the_references_unit() -> None:
+    """floor_capacity x the runs' capacity (bits/s) scaled like the metric: a never-above
+    bound of 15 Mbit/s over 30 Mbit/s of paths has the window [7.5, 16] Mbit/s. Its floor
+    was left in bits/s (7 500 000 > 16), so no sample, healthy or collapsed, could pass."""
+    import numpy as np
+
+    e = entry(metric="throughput_bps", scale=1e-6, unit="Mbit/s", value=15, kind="at_most",
+              floor_capacity=0.25, tolerance=None)  # fmt: skip
+    mbit = [12.0, 12.2, 11.8, 12.1, 11.9]
+    runs = pd.DataFrame({"capacity_bps": 30e6, "throughput_bps": [v * 1e6 for v in mbit]})
+    c = refs.judge(e, refs.Sample(np.array(mbit), runs), None)
+    assert (c.window, c.verdict) == ((pytest.approx(7.5), 20.0), "reproduced"), c.reason
+    collapsed = [12.0, 3.0, 11.8, 12.1, 11.9]  # one run under a quarter of the capacity
+    runs["throughput_bps"] = [v * 1e6 for v in collapsed]
+    c = refs.judge(e, refs.Sample(np.array(collapsed), runs), None)
+    assert c.verdict == "inconclusive" and c.reason.startswith("1 of 5 runs under the sanity")
+    high = entry(metric="throughput_bps", scale=1e-6, unit="Mbit/s", value=15, kind="at_most",
+                 floor_capacity=0.9, tolerance=None)  # fmt: skip
+    with pytest.raises(refs.NotComparable, match=r"window \[27, 20\] Mbit/s is empty"):
+        refs.judge(high, refs.Sample(np.array(mbit), runs), None)
+
+
 def test_every_bound_has_a_floor_or_a_ceiling() -> None:
     loose = [
         i
