@@ -173,11 +173,16 @@ def render(plan: PaperPlan, outcomes: list[CampaignOutcome], cc: tuple[str, ...]
         orderings.judge_all(plan.paper, [c for o in outcomes for c in o.checks])
     )
     lines += ["## Setup differences", "", *[f"- {d}" for d in plan.differences], ""]
-    lines += ["### Congestion control on this rig", "", *cc_lines(cc), ""]
+    offered = {
+        f"{o.stem}-{o.profile}": available_cc([o.results])
+        for o in outcomes
+        if o.results is not None
+    }
+    lines += ["### Congestion control on this rig", "", *cc_lines(cc, offered), ""]
     if plan.wifi:
         lines += ["### Reordering presets", "", *preset_lines(), ""]
         lines += ["### Wi-Fi model applied per distance (mprig/campaign/wifi.py)", ""]
-        lines += wifi_model_lines()
+        lines += [*wifi_model_lines(), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -147,16 +147,37 @@ def wifi_model_lines(distances: tuple[float, ...] = (10, 30, 50, 70, 80, 90, 100
     return markdown_table(rows)
 
 
-def cc_lines(available: tuple[str, ...] | None) -> list[str]:
-    """Congestion-control availability of the papers' controllers on the rig's kernel."""
+def cc_lines(
+    available: tuple[str, ...] | None, per_campaign: dict[str, tuple[str, ...] | None] | None = None
+) -> list[str]:
+    """Congestion-control availability of the papers' controllers on the rig's kernel:
+    AVAILABLE, what every campaign's hosts offered, and PER_CAMPAIGN, what each campaign's
+    offered (a BPF program is registered for the campaigns whose variants use it, so a
+    controller one campaign ran is not "unavailable" because another did not load it)."""
     from mprig.campaign import presets
 
     if available is None:
         return ["(unknown: no host recorded net.ipv4.tcp_available_congestion_control)"]
     out = [f"Kernel offers: {' '.join(available)}.", ""]
+    loaded: dict[str, list[str]] = {}  # algorithm -> the campaigns that had it
+    for campaign, offered in (per_campaign or {}).items():
+        for algorithm in offered or ():
+            if algorithm not in available:
+                loaded.setdefault(algorithm, []).append(campaign)
+    if loaded:
+        groups: dict[tuple[str, ...], list[str]] = {}  # the same campaigns: one group
+        for algorithm, campaigns in loaded.items():
+            groups.setdefault(tuple(campaigns), []).append(algorithm)
+        some = "; ".join(f"{' '.join(a)} ({', '.join(c)})" for c, a in groups.items())
+        out += [f"Registered only for the campaigns whose variants use them: {some}.", ""]
     for name in ("uncoupled", "lia", "olia", "fully_coupled", "prr", "tcpdoor", "cwa"):
         c = presets.check_cc(name, available)
-        status = "available" if c.available else f"unavailable: {c.reason}"
+        if c.available:
+            status = "available"
+        elif c.algorithm in loaded:
+            status = f"available to {', '.join(loaded[c.algorithm])}"
+        else:
+            status = f"unavailable: {c.reason}"
         out.append(f"- {presets.CC_PRESETS[name].paper_name} (`{name}`): {status}")
     return out
 

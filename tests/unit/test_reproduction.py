@@ -220,3 +220,22 @@ def test_a_gain_of_a_thousand_percent_is_a_finding_too() -> None:
         f"- {comp.axis} = 10: mptcp 19.5 Mbit/s against 1.7 Mbit/s for tcp_best: not below it "
         f"(1{THIN}040 %)"
     ]
+
+
+def test_a_controller_one_campaign_registered_is_not_called_unavailable() -> None:
+    """Paper 000's Table I campaign loads only LIA; its scenario campaigns also register
+    prr and prr_lia. Availability is per campaign: the report said PR-R "unavailable" while
+    the scenario rows had run it."""
+    from reports.reproduce_committed import KERNEL_OFFERS
+    from reports.reproduce_rig import cc_lines
+
+    common = ("reno", "cubic", "lia")
+    lines = cc_lines(common, {"t1-full": common, "s1-full": (*common, "prr", "prr_lia")})
+    text = "\n".join(lines)
+    assert KERNEL_OFFERS.search(text).group(1) == "reno cubic lia"  # type: ignore[union-attr]
+    assert (
+        "Registered only for the campaigns whose variants use them: prr prr_lia (s1-full)." in lines
+    )
+    assert "- PR-R (`prr`): available to s1-full" in lines
+    assert "- TCP-DOOR (`tcpdoor`): unavailable: 'door' is not in" in text
+    assert "- Co-CC (RFC 6356 LIA) (`lia`): available" in lines
