@@ -14,6 +14,9 @@ module only rebuilds the `Results` each campaign's checks read:
   spec's models as dumped, so a field added to them since the runs changes it although
   the campaign file did not (the case of every reproduction committed in 2026-11). A run
   the file no longer plans is refused;
+- the planned runs it does not hold, from the results directory's campaign.json where
+  there is one (a full profile judged at n >= 5 of its 30 repetitions from an archive: its
+  report.md counts the runs "not archived yet");
 - each run's attempts (metrics' `attempts` column), which report.md counts per point, and
   why its discarded attempts ended (`retry_reasons`), which report.md quotes;
 - the hosts' facts the checks read from run.json: the kernel of each run (metrics' `kernel`
@@ -134,7 +137,24 @@ def campaign_results(
          "point": b["point"]}
         for r, b in bundles.items()
     )  # fmt: skip
-    return Results(results_root / name, name, spec, planned, runs, bundles)
+    return Results(
+        results_root / name, name, spec, (*planned, *_unrun(results_root / name, bundles)), runs,
+        bundles,
+    )  # fmt: skip
+
+
+def _unrun(directory: Path, held: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs DIRECTORY's campaign.json plans and metrics.parquet lacks: a full profile
+    judged at n >= 5 of its 30 repetitions from an archive lists them as report.md did ("300
+    of 360 planned runs not archived yet"). None when the directory has no campaign.json."""
+    from reports.results import _planned_runs
+
+    try:
+        campaign = json.loads((directory / "campaign.json").read_text())
+    except (OSError, ValueError):
+        return []
+    have = {readable(r) for r in held}
+    return [p for p in _planned_runs(campaign) if readable(p["run_id"]) not in have]
 
 
 def outcomes(committed: Committed, results_root: Path = Path("results")) -> list[CampaignOutcome]:
@@ -185,9 +205,11 @@ def rejudge(root: Path, results_root: Path | None = None) -> Path:
 
 def _results_root(report: Path) -> Path:
     """The directory a committed report.md says its runs came from ("N of N runs complete
-    (reports/archived-runs/004-fig4-full)."), or results/."""
+    (reports/archived-runs/004-fig4-full)." or, n >= 5 of a full profile's repetitions, "60
+    of 360 runs complete; 300 planned runs not archived yet (reports/archived-runs/...)."),
+    or results/."""
     with contextlib.suppress(OSError):
-        found = re.search(r"runs complete \((.+)/[^/()]+\)", report.read_text())
+        found = re.search(r"runs complete[^(\n]*\(([^()\n]+)/[^/()\n]+\)", report.read_text())
         if found:
             return Path(found.group(1))
     return Path("results")
