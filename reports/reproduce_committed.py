@@ -98,7 +98,7 @@ def _by_run(runs: pd.DataFrame, column: str) -> dict[str, Any]:
 
 def campaign_results(
     name: str, stem: str, profile: str, metrics: pd.DataFrame, env: dict[str, Any],
-    cc: tuple[str, ...] | None, results_root: Path,
+    cc: tuple[str, ...] | None, results_root: Path, gaps: bool = False,
 ) -> Results:  # fmt: skip
     """One campaign's Results rebuilt from committed files (see the module's docstring)."""
     runs = campaign_runs(metrics, name)
@@ -137,16 +137,15 @@ def campaign_results(
          "point": b["point"]}
         for r, b in bundles.items()
     )  # fmt: skip
-    return Results(
-        results_root / name, name, spec, (*planned, *_unrun(results_root / name, bundles)), runs,
-        bundles,
-    )  # fmt: skip
+    unrun = _unrun(results_root / name, bundles) if gaps else []
+    return Results(results_root / name, name, spec, (*planned, *unrun), runs, bundles)
 
 
 def _unrun(directory: Path, held: dict[str, Any]) -> list[dict[str, Any]]:
-    """The runs DIRECTORY's campaign.json plans and metrics.parquet lacks: a full profile
-    judged at n >= 5 of its 30 repetitions from an archive lists them as report.md did ("300
-    of 360 planned runs not archived yet"). None when the directory has no campaign.json."""
+    """The runs DIRECTORY's campaign.json plans and metrics.parquet lacks, for a campaign
+    whose report.md counted such runs: a full profile judged at n >= 5 of its 30 repetitions
+    from an archive lists them as report.md did ("300 of 360 planned runs not archived
+    yet"). None when the directory has no campaign.json."""
     from reports.results import _planned_runs
 
     try:
@@ -155,6 +154,18 @@ def _unrun(directory: Path, held: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     have = {readable(r) for r in held}
     return [p for p in _planned_runs(campaign) if readable(p["run_id"]) not in have]
+
+
+def _had_gaps(report: Path, name: str) -> bool:
+    """Whether REPORT's section of campaign NAME opens with planned runs it lacked ("60 of
+    360 runs complete; 300 planned runs not archived yet (...)"): only then are they read
+    back, so a results/ directory left on this machine cannot change a complete report."""
+    with contextlib.suppress(OSError):
+        section = report.read_text().split(f"\n## {name}\n", 1)
+        if len(section) == 2:
+            first = section[1].strip().split("\n", 1)[0]
+            return bool(re.match(r"\d+ of \d+ runs complete; \d+ planned runs", first))
+    return False
 
 
 def outcomes(committed: Committed, results_root: Path = Path("results")) -> list[CampaignOutcome]:
@@ -175,7 +186,8 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
             why = f"{results_root / name} does not exist"
             out.append(CampaignOutcome(stem, profile, None, [], why))
         else:
-            results = campaign_results(name, stem, profile, metrics, env, cc, results_root)
+            gaps = _had_gaps(committed.root / "report.md", name)
+            results = campaign_results(name, stem, profile, metrics, env, cc, results_root, gaps)
             out.append(CampaignOutcome(stem, profile, results, references.load_for(results)))
     return out
 

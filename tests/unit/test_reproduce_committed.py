@@ -58,3 +58,23 @@ def test_a_run_the_campaign_no_longer_plans_is_refused(tmp_path: Path) -> None:
     # 004's committed reproduction is the full profile since 2026-11-29 (core before)
     with pytest.raises(UsageError, match=r"fig4-full.yaml: plans no run like mptcp-rmem_123-r9"):
         reproduce_committed.rejudge(root)
+
+
+def test_a_results_directory_left_here_does_not_change_a_complete_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planned runs are read back from the results directory's campaign.json only for a
+    campaign whose report.md counted runs it lacked (000 at n = 5 of 30): a complete
+    reproduction judged again beside a results/ that plans more stays as committed."""
+    import json
+
+    root = tmp_path / "001"
+    shutil.copytree(REPRODUCTIONS / "001", root)
+    left = tmp_path / "results" / "001-cwa-full"
+    left.mkdir(parents=True)
+    extra = {"run_id": "cwa-x-r99-00000000", "variant": "cwa", "repetition": 99, "point": {}}
+    (left / "campaign.json").write_text(json.dumps({"plan": [extra]}))
+    monkeypatch.chdir(tmp_path)  # the report names results/001-cwa-full: this one
+    reproduce_committed.rejudge(root)
+    for name in JUDGED:
+        assert (root / name).read_text() == (REPRODUCTIONS / "001" / name).read_text(), name
