@@ -32,14 +32,14 @@ TABLES = (
     "glossary",
     "environment",
 )
-REPRODUCTION_TABLES = (
+REPRODUCTION_TABLES = (  # 000's full profile: no row "not comparable", so no such table
     "campaigns",
     "orderings",
     "references",
-    "not-comparable",
     "comparison-0",
     "comparison-1",
     "comparison-2",
+    "comparison-3",
     "environment",
     "verdict-terms",
     "glossary",
@@ -170,7 +170,7 @@ def test_no_value_wraps_in_the_campaign_report(html: Path, tmp_path: Path) -> No
 def test_reproduction_report_in_the_browser(reproduction: Path, tmp_path: Path) -> None:
     seen = probe(tmp_path, reproduction)
     figures = sorted((paperplans.REPRODUCTIONS / SEED / "figures").rglob("*.png"))
-    assert len(seen["images"]) == len(figures) == 2  # Table I and scenario 1 by their axis
+    assert len(seen["images"]) == len(figures) == 3  # Table I, scenarios 1 and 2 by their axis
     assert min(seen["images"]) > 0
     assert [t.removeprefix("table-") for t in seen["tables"]] == list(REPRODUCTION_TABLES)
     assert seen["wrapped"] == []
