@@ -397,10 +397,43 @@ static void coupled_avoidance(struct tcp_congestion_ops *ops)
 			ops->release(&f[i].sk);
 }
 
-int main(void)
+/* Paper 000's scenario 2 as its archived runs measured it: a clean subflow at cwnd 250 with
+ * a 150 ms srtt (a standing queue) beside a lossy one at cwnd 4 with a 30 ms srtt, both in
+ * congestion avoidance, for 2 s of full windows acked (the lossy one every 30 ms, the clean
+ * one every 150 ms). Reno grows the lossy subflow by one packet per round trip; LIA by
+ * alpha / cwnd_total per packet, about one packet per 290 acked (RFC 6356: w = (250 + 4 *
+ * 150 / 30)^2 / 250), so it stays at the window under which a loss cannot collect three
+ * duplicate ACKs. */
+static void coupled_lossy_path(struct tcp_congestion_ops *ops)
+{
+	static struct sock conn;
+	struct flow f[2];
+	__u64 now = 1000000;
+
+	for (int i = 0; i < 2; i++) {
+		k_init(&f[i], ops, &conn);
+		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? 4 : 250;
+		f[i].sk.srtt_us = (i ? 30000 : 150000) << 3;
+		k_ack(&f[i], 1, now);	/* both slots held from the start */
+	}
+	for (int tick = 1; tick <= 66; tick++) {
+		now += 30000;
+		k_ack(&f[1], f[1].sk.snd_cwnd, now);
+		if (tick % 5 == 0)
+			k_ack(&f[0], f[0].sk.snd_cwnd, now);
+	}
+	coupled_show("coupled-lossy-path", f);
+}
+
+int main(int argc, char **argv)
 {
 	struct tcp_congestion_ops *all[] = { &reno_ops, &PROG };
 
+	if (argc > 1 && !strcmp(argv[1], "lossy-path")) {
+		for (int i = 0; i < 2; i++)
+			coupled_lossy_path(all[i]);
+		return 0;
+	}
 	for (int i = 0; i < 2; i++) {
 		fast_recovery(all[i]);
 		rto_from_open(all[i]);
