@@ -7,9 +7,8 @@ bundle; the campaign's rows go to `runs.parquet` (columns: docs/bundle.md). Runs
 not complete get a row with their status and null metrics. An unreadable artifact is
 reported by file name and nulls only the metrics it feeds.
 
-Collecting is idempotent: a bundle whose metrics.json was made from the same artifacts
-(by sha256 of their content) with the same options is not analysed again (`force`
-re-analyses).
+Collecting is idempotent: a bundle whose metrics.json was made from the same artifacts (by
+sha256 of their content) with the same options is not analysed again (`force` re-analyses).
 
 Integrity: a complete run whose artifacts do not match the sha256 that run.json records is
 "corrupt": its row has that status and null metrics, and the mismatch is a problem. Two
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors import apps_part, capture_part, latency_part, runparts
 from collectors.cross import cross_columns, cross_part
+from collectors.nstat import SENDER_COUNTERS, sender_counters
 from collectors.runinfo import RunInfo
 from mprig import fsio
 from mprig.errors import UsageError
@@ -54,7 +54,7 @@ INT_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes", "rcvb
 # The block workload (traffic tool blocks), after the capture's; null for the other tools.
 BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "block_delay_p99_s")
 BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
-INT_COLUMNS = (*INT_METRICS, "blocks_missing", *apps_part.INT_COLUMNS)
+INT_COLUMNS = (*INT_METRICS, *SENDER_COUNTERS, "blocks_missing", *apps_part.INT_COLUMNS)
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
 SS_PATH_METRICS = ("srtt_ms", "cwnd_mean", "idle_share", "notsent_mean")  # the sender's ss
 PATH_METRICS: tuple[str, ...] = ("link_util", "throughput_bps", "wire_bps", *SS_PATH_METRICS)
@@ -300,6 +300,7 @@ def metrics_doc(
     nstat = parts["nstat"].metrics.get("nstat", {})
     row = id_row(info)
     row |= {m: cap.get(m) for m in FLOAT_METRICS + INT_METRICS}
+    row |= sender_counters(nstat.get(info.sender))
     row["iperf3_bps"] = parts["iperf3"].metrics.get("iperf3_bps")
     row |= {m: parts["blocks"].metrics.get(m) for m in BLOCK_METRICS}
     row |= {m: parts["apps"].metrics.get(m) for m in apps_part.COLUMNS}
@@ -330,8 +331,7 @@ def metrics_doc(
 
 
 def ss_acked(ss_paths: dict[str, dict[str, float | None]]) -> float | None:
-    """The sender's acknowledged-bytes rate from ss summed over paths: the cross-check the
-    report shows beside the capture's throughput."""
+    """The sender's ss acknowledged-bytes rate summed over paths (a throughput cross-check)."""
     rates = [v.get("acked_bps") for v in ss_paths.values()]
     known = [float(r) for r in rates if r is not None]
     return sum(known) if known else None
@@ -404,7 +404,7 @@ def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
     columns = list(ID_COLUMNS + INT_ID_COLUMNS)
     columns += sorted({c for r in rows for c in r if c.startswith("param.")})
-    columns += list(FLOAT_METRICS + INT_METRICS + BLOCK_METRICS + apps_part.COLUMNS)
+    columns += [*FLOAT_METRICS, *INT_METRICS, *SENDER_COUNTERS, *BLOCK_METRICS, *apps_part.COLUMNS]
     for metric in PATH_METRICS:
         columns += sorted({c for r in rows for c in r if c.startswith(f"{metric}.")})
     columns += cross_columns(rows)

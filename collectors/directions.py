@@ -33,6 +33,9 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     # judged; an app-limited workload idles by design.
     "idle_share": "neutral",
     "notsent_mean": "neutral",
+    # How the sender repaired losses (nstat): they explain goodput too.
+    "sender_timeouts": "neutral",
+    "sender_fast_recoveries": "neutral",
     "block_delay_p50_s": "lower",
     "block_delay_p95_s": "lower",
     "block_delay_p99_s": "lower",

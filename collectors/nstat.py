@@ -78,3 +78,20 @@ def select(counters: Mapping[str, int], prefixes: tuple[str, ...] = PREFIXES) ->
 def run_deltas(before_text: str, after_text: str) -> dict[str, int]:
     """MPTcpExt* and TcpExt* deltas of a run from its two nstat snapshots."""
     return select(delta(parse_nstat(before_text), parse_nstat(after_text)))
+
+
+# How a run's sender repaired its losses, from its nstat deltas: runs.parquet columns and
+# the counters each sums. nstat counts every TCP socket of the host's network namespace:
+# the data subflows and iperf3's idle control connection (on a lab host, SSH too).
+SENDER_COUNTERS = {
+    "sender_timeouts": ("TcpExtTCPTimeouts",),
+    "sender_fast_recoveries": ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"),
+}
+
+
+def sender_counters(deltas: Mapping[str, int] | None) -> dict[str, int | None]:
+    """SENDER_COUNTERS from the sender's deltas; None each without them."""
+    return {
+        column: None if deltas is None else sum(int(deltas.get(c, 0)) for c in counters)
+        for column, counters in SENDER_COUNTERS.items()
+    }

@@ -24,6 +24,7 @@ from collectors.collect import (
 )
 from collectors.directions import direction
 from collectors.kernelofo import ofo_skbs
+from collectors.nstat import sender_counters
 from mprig.cli.main import main
 from mprig.errors import UsageError
 from mprig.run import bundle as bundles
@@ -92,6 +93,23 @@ def ss_means() -> dict[str, tuple[float, float, float, float]]:
     return out
 
 
+def sender_delta(*counters: str) -> int:
+    """The server's (the sender's) nstat counters summed, after minus before, by regex."""
+
+    def total(when: str) -> int:
+        text = (FIXTURE / f"nstat-server-{when}.txt").read_text()
+        return sum(int(re.search(rf"^{c} +(\d+)", text, re.M)[1]) for c in counters)
+
+    return total("after") - total("before")
+
+
+def test_sender_counters_sum_recoveries_and_are_null_without_nstat() -> None:
+    deltas = {"TcpExtTCPTimeouts": 4, "TcpExtTCPRenoRecovery": 2, "TcpExtTCPSackRecovery": 13}
+    assert sender_counters(deltas) == {"sender_timeouts": 4, "sender_fast_recoveries": 15}
+    assert sender_counters({}) == {"sender_timeouts": 0, "sender_fast_recoveries": 0}
+    assert sender_counters(None) == {"sender_timeouts": None, "sender_fast_recoveries": None}
+
+
 def expected_capture() -> tuple[dict[str, object], dict[str, float], dict[str, float]]:
     """The analyser's figures for the connection whose subflow ports ss saw carry data."""
     text = (FIXTURE / "ss-server.txt").read_text()
@@ -121,6 +139,10 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         **capture,
         "iperf3_bps": iperf3["end"]["sum_received"]["bits_per_second"],
         "ss_acked_bps": pytest.approx(sum(p["acked_bps"] for p in ss_paths.values())),
+        # the sender (server, a download) counted 13 SACK recoveries and no timeout; the
+        # receiver none of either
+        "sender_timeouts": sender_delta("TcpExtTCPTimeouts"),
+        "sender_fast_recoveries": sender_delta("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"),
         **dict.fromkeys(BLOCK_METRICS),  # null: an iperf3 run writes no blocks
         **dict.fromkeys(APP_COLUMNS),  # nor requests or frames
     }  # fmt: skip
@@ -196,7 +218,8 @@ def test_runs_parquet_columns_and_types(collected: CampaignOutcome) -> None:
         "throughput_bps", "goodput_bps", "iperf3_bps", "ss_acked_bps", "ooo_ratio",
         "ooo_mean_bytes", "goodput_k_p5_bps", "ooo_max_bytes", "ooo_max_packets", "ooo_arrivals",
         "retransmitted_packets", "duplicate_packets",
-        "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes", *BLOCK_METRICS,
+        "reinjected_bytes", "unmapped_bytes", "rcvbuf_k_max_bytes",
+        "sender_timeouts", "sender_fast_recoveries", *BLOCK_METRICS,
         *APP_COLUMNS, *PATH_COLUMNS,
     ]  # fmt: skip
     assert list(runs["run_id"]) == ["corrupt", "damaged", "failed", "ok"]
