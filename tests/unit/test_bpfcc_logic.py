@@ -186,7 +186,8 @@ def test_lia_holds_a_lossy_short_path_below_the_fast_retransmit_window(
     # nopr_lia, tcpdoor_lia; 18.7-19.9 uncoupled) while Reno's grows out of it. A clean subflow
     # at 250 packets and 150 ms beside a lossy one at 4 and 30 ms, 2 s of full windows
     # acked: Reno adds a packet per round trip (4 -> 70), LIA one per about 290 acked, so
-    # the lossy subflow stays where a loss cannot collect three duplicate ACKs. PR-R over
+    # the lossy subflow stays at a few packets (about 1.4 Mbit/s), behind a backlog the
+    # scheduler keeps queueing on it. PR-R over
     # LIA increases the same way; its lossy subflow kept 95 packets in those runs because
     # PR-R does not halve on a fast recovery.
     reno, coupled = run(program, tmp_path, "lossy-path")

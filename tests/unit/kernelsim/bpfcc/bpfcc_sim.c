@@ -402,8 +402,7 @@ static void coupled_avoidance(struct tcp_congestion_ops *ops)
  * congestion avoidance, for 2 s of full windows acked (the lossy one every 30 ms, the clean
  * one every 150 ms). Reno grows the lossy subflow by one packet per round trip; LIA by
  * alpha / cwnd_total per packet, about one packet per 290 acked (RFC 6356: w = (250 + 4 *
- * 150 / 30)^2 / 250), so it stays at the window under which a loss cannot collect three
- * duplicate ACKs. */
+ * 150 / 30)^2 / 250), so it stays at a few packets. */
 static void coupled_lossy_path(struct tcp_congestion_ops *ops)
 {
 	static struct sock conn;
