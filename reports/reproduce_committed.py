@@ -156,13 +156,15 @@ def _unrun(directory: Path, held: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in _planned_runs(campaign) if readable(p["run_id"]) not in have]
 
 
-def _had_gaps(report: str, name: str) -> bool:
-    """Whether REPORT's section of campaign NAME opens with planned runs it lacked ("60 of
-    360 runs complete; 300 planned runs not archived yet (...)"): only then are they read
-    back, so a results/ directory left on this machine cannot change a complete report."""
-    section = report.split(f"\n## {name}\n", 1)
-    first = section[-1].strip().split("\n", 1)[0] if len(section) == 2 else ""
-    return bool(re.match(r"\d+ of \d+ runs complete; \d+ planned runs", first))
+def _had_gaps(env: dict[str, Any], name: str) -> bool:
+    """Whether the committed environment.json's `incomplete` says campaign NAME lacked
+    planned runs ("000-table1-full: 300 of 360 planned runs not archived yet ..."): only
+    then are they read back, so a results/ directory left on this machine cannot change a
+    complete report."""
+    return any(
+        str(entry).startswith(f"{name}: ") and " planned runs " in str(entry)
+        for entry in env.get("incomplete") or []
+    )
 
 
 def outcomes(committed: Committed, results_root: Path = Path("results")) -> list[CampaignOutcome]:
@@ -173,9 +175,6 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
     paper, profile = paper_of(committed), str(committed.verdicts.get("profile", ""))
     env, metrics = committed.environment, committed.metrics
     cc = congestion_controls(committed.root, env)
-    report = ""
-    with contextlib.suppress(OSError):
-        report = (committed.root / "report.md").read_text()
     out = []
     for stem in PAPERS[paper].campaigns:
         name = f"{stem}-{profile}"
@@ -186,7 +185,7 @@ def outcomes(committed: Committed, results_root: Path = Path("results")) -> list
             why = f"{results_root / name} does not exist"
             out.append(CampaignOutcome(stem, profile, None, [], why))
         else:
-            gaps = _had_gaps(report, name)
+            gaps = _had_gaps(env, name)
             results = campaign_results(name, stem, profile, metrics, env, cc, results_root, gaps)
             out.append(CampaignOutcome(stem, profile, results, references.load_for(results)))
     return out

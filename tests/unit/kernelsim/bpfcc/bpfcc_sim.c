@@ -308,17 +308,26 @@ static void rto_in_recovery(struct tcp_congestion_ops *ops, bool reordered)
 }
 
 /* Two subflows of one MPTCP connection at cwnd `first` and `second` in congestion avoidance
- * (one ACK each at the same time, so both hold their slots). */
-static void coupled_pair(struct flow f[2], struct tcp_congestion_ops *ops, __u32 first,
-			 __u32 second, __u64 now)
+ * with smoothed RTTs `rtt_us` (one ACK each at the same time, so both hold their slots). */
+static void coupled_pair_rtt(struct flow f[2], struct tcp_congestion_ops *ops, __u32 first,
+			     __u32 second, const __u32 rtt_us[2], __u64 now)
 {
 	static struct sock conn;
 
 	for (int i = 0; i < 2; i++) {
 		k_init(&f[i], ops, &conn);
 		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? second : first;
+		f[i].sk.srtt_us = rtt_us[i] << 3;
 		k_ack(&f[i], 1, now);
 	}
+}
+
+static void coupled_pair(struct flow f[2], struct tcp_congestion_ops *ops, __u32 first,
+			 __u32 second, __u64 now)
+{
+	static const __u32 rtt_us[2] = { 20000, 20000 };	/* k_init's */
+
+	coupled_pair_rtt(f, ops, first, second, rtt_us, now);
 }
 
 static void coupled_show(const char *scenario, struct flow f[2])
@@ -405,16 +414,11 @@ static void coupled_avoidance(struct tcp_congestion_ops *ops)
  * 150 / 30)^2 / 250), so it stays at a few packets. */
 static void coupled_lossy_path(struct tcp_congestion_ops *ops)
 {
-	static struct sock conn;
+	static const __u32 rtt_us[2] = { 150000, 30000 };
 	struct flow f[2];
 	__u64 now = 1000000;
 
-	for (int i = 0; i < 2; i++) {
-		k_init(&f[i], ops, &conn);
-		f[i].sk.snd_cwnd = f[i].sk.snd_ssthresh = i ? 4 : 250;
-		f[i].sk.srtt_us = (i ? 30000 : 150000) << 3;
-		k_ack(&f[i], 1, now);	/* both slots held from the start */
-	}
+	coupled_pair_rtt(f, ops, 250, 4, rtt_us, now);
 	for (int tick = 1; tick <= 66; tick++) {
 		now += 30000;
 		k_ack(&f[1], f[1].sk.snd_cwnd, now);
