@@ -119,8 +119,10 @@ def test_fq_codel_and_cake_keep_latency_under_load_low_where_a_deep_fifo_does_no
     for aqm in ("fq_codel", "cake"):
         assert p50["pfifo"] > 4 * p50[aqm], p50
         assert p50[aqm] < 20 + 30, p50  # the 20 ms base RTT plus a few CoDel targets
-    for r in lan.values():  # the bulk flow loaded the path in every run
-        assert r["summary"]["throughput_bps"] > 5e6, r["summary"]
+    for r in lan.values():  # the bulk flow loaded the 10 Mbit/s path in every run: 40 %
+        # at least (a 5 s run under emulation with a host busy beside it came to 4.85
+        # Mbit/s; a probe alone moves 0.01)
+        assert r["summary"]["throughput_bps"] > 4e6, r["summary"]
         # the probe ran through the run: 60 echoes due; under emulation the last one can
         # fall after the traffic ends (a CI run counted 59)
         assert r["summary"]["latency"]["lan"]["sent"] >= 54, r["summary"]["latency"]
