@@ -31,6 +31,7 @@ from collectors import apps_part, capture_part, latency_part, runparts
 from collectors.cross import cross_columns, cross_part
 from collectors.nstat import SENDER_COUNTERS, sender_counters
 from collectors.runinfo import RunInfo
+from collectors.ss import PATH_COLUMNS as SS_PATH_METRICS  # the sender's ss
 from mprig import fsio
 from mprig.errors import UsageError
 from mprig.run import bundle as bundles
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = 1  # metrics.json format written here
-COLLECTOR_VERSION = 7  # bump when a metric's definition changes: bundles are re-analysed
+COLLECTOR_VERSION = 8  # bump when a metric changes or is added: bundles are re-analysed
 METRICS_JSON = "metrics.json"
 TIMESERIES = "timeseries.parquet"
 RUNS_PARQUET = "runs.parquet"
@@ -56,7 +57,6 @@ BLOCK_METRICS: tuple[str, ...] = ("block_delay_p50_s", "block_delay_p95_s", "blo
 BLOCK_METRICS += ("block_delay_max_s", "blocks_missing")
 INT_COLUMNS = (*INT_METRICS, *SENDER_COUNTERS, "blocks_missing", *apps_part.INT_COLUMNS)
 # Per-path columns `<m>.<path>`; wire_bps counts IP length plus the Ethernet header.
-SS_PATH_METRICS = ("srtt_ms", "cwnd_mean", "idle_share", "notsent_mean")  # the sender's ss
 PATH_METRICS: tuple[str, ...] = ("link_util", "throughput_bps", "wire_bps", *SS_PATH_METRICS)
 PATH_METRICS += latency_part.PATH_METRICS  # the latency probe's RTT quantiles and loss
 SERIES_COLUMNS = {"time": "float64", "t": "float64", "source": "string", "metric": "string"}

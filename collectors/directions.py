@@ -33,6 +33,8 @@ METRIC_DIRECTIONS: Final[dict[str, Direction]] = {
     # judged; an app-limited workload idles by design.
     "idle_share": "neutral",
     "notsent_mean": "neutral",
+    "rwnd_limited_share": "neutral",
+    "sndbuf_limited_share": "neutral",
     # How the sender repaired losses (nstat): they explain goodput too.
     "sender_timeouts": "neutral",
     "sender_fast_recoveries": "neutral",

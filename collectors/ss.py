@@ -53,11 +53,22 @@ COLUMNS: dict[str, str] = {
     "write_seq": "UInt64",  # mptcp: next data sequence number to write
     "snd_una": "UInt64",  # mptcp: oldest unacknowledged data sequence number
     "rcv_nxt": "UInt64",  # mptcp: next data sequence number expected
+    # the kernel's chronographs (tcpi_busy_time, _rwnd_limited, _sndbuf_limited), ms since
+    # the socket began: busy is all the time with data queued or in flight, the two limits
+    # are parts of it; ss prints a limit only when it is not 0 (here 0 beside a busy)
+    "busy_ms": "Int64",
+    "rwnd_limited_ms": "Int64",
+    "sndbuf_limited_ms": "Int64",
 }
+
+# The runs.parquet columns `<m>.<path>` from the sender's samples (collectors/collect.py).
+PATH_COLUMNS: tuple[str, ...] = ("srtt_ms", "cwnd_mean", "idle_share", "notsent_mean")
+PATH_COLUMNS += ("rwnd_limited_share", "sndbuf_limited_share")
 
 _INT_FIELDS = {"cwnd", "ssthresh", "mss", "bytes_sent", "bytes_acked", "bytes_received"}
 _INT_FIELDS |= {"bytes_retrans", "lost", "unacked", "subflows", "notsent"}
 _HEX_FIELDS = {"write_seq", "snd_una", "rcv_nxt"}
+_CHRONO_FIELDS = ("busy", "rwnd_limited", "sndbuf_limited")  # `busy:1660ms`, `x:12ms(0.7%)`
 _RATE_FIELDS = {"delivery_rate": "delivery_rate_bps", "pacing_rate": "pacing_rate_bps"}
 _STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "CLOSE"}
 _STATES |= {"CLOSE-WAIT", "LAST-ACK", "LISTEN", "CLOSING", "UNCONN", "UNKNOWN"}
@@ -172,6 +183,11 @@ def _field(out: dict[str, object], key: str, value: str, lineno: int) -> None:
             _token(out, value)
         elif key == "flags":
             out["mptcp_flags"] = value
+        elif key in _CHRONO_FIELDS:
+            out[f"{key}_ms"] = int(value.partition("ms")[0])
+            if key == "busy":
+                out.setdefault("rwnd_limited_ms", 0)
+                out.setdefault("sndbuf_limited_ms", 0)
     except ValueError:
         raise ParseError(lineno, f"bad ss field {key}:{value}") from None
 
@@ -241,8 +257,24 @@ def path_summary(subflows: pd.DataFrame) -> dict[str, dict[str, float | None]]:
             "acked_bps": acked_bps(rows),
             "samples": float(len(rows)),
             **_queue(rows),
+            **_limited(rows),
         }
     return out
+
+
+def _limited(rows: pd.DataFrame) -> dict[str, float | None]:
+    """`rwnd_limited_share` and `sndbuf_limited_share`: the share of a path's busy time (the
+    kernel's, summed over its sockets at their last sample) in which it was limited by the
+    peer's receive window, or had sent all it was given with the writer blocked on a full
+    send buffer (for an MPTCP subflow, the connection's). None where ss printed no busy time."""
+    last = rows.dropna(subset=["busy_ms"]).groupby(["local_port", "peer_addr", "peer_port"])
+    busy = float(last["busy_ms"].max().sum())
+    if not busy:
+        return {"rwnd_limited_share": None, "sndbuf_limited_share": None}
+    return {
+        f"{k}_share": float(last[f"{k}_ms"].max().sum()) / busy
+        for k in ("rwnd_limited", "sndbuf_limited")
+    }
 
 
 def _queue(rows: pd.DataFrame) -> dict[str, float | None]:

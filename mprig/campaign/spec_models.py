@@ -151,6 +151,11 @@ class Variant(StrictModel):
     # receive and send buffer max, bytes
     rmem: int | None = Field(default=None, ge=4096, le=1 << 30, description=WHY_BUFFER)
     wmem: int | None = Field(default=None, ge=4096, le=1 << 30, description=WHY_BUFFER)
+    # where the buffers start before autotuning (tcp_rmem's, tcp_wmem's middle value; in
+    # Linux 6.1 an MPTCP connection's send buffer starts there and then grows only to its
+    # largest subflow's), bytes; each needs its maximum above
+    rmem_initial: int | None = Field(default=None, ge=4096, le=1 << 30, description=WHY_BUFFER)
+    wmem_initial: int | None = Field(default=None, ge=4096, le=1 << 30, description=WHY_BUFFER)
 
     @field_validator("recovery")
     @classmethod
@@ -174,6 +179,20 @@ class Variant(StrictModel):
             presets.check_recovery_cc(self.recovery, self.cc)
         except UsageError as e:
             raise SpecIssue(("recovery",), str(e)) from None
+        return self
+
+    @model_validator(mode="after")
+    def _initial_buffers(self) -> Variant:
+        for name in ("rmem", "wmem"):
+            initial, size = getattr(self, f"{name}_initial"), getattr(self, name)
+            if initial is None:
+                continue
+            if size is None:
+                raise SpecIssue((f"{name}_initial",), f"needs `{name}:`, the maximum it is under")
+            if initial > size:
+                raise SpecIssue(
+                    (f"{name}_initial",), f"{initial} is over `{name}: {size}`, its maximum"
+                )
         return self
 
     @model_validator(mode="after")

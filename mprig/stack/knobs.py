@@ -44,10 +44,12 @@ def sysctls(variant: Variant) -> dict[str, str]:
         if variant.scheduler is not None:
             out["net.mptcp.scheduler"] = variant.scheduler
     # net.core.[rw]mem_max is not per network namespace (and only caps SO_RCVBUF); the
-    # initial size never exceeds the maximum, so a 50 KB buffer starts at 50 KB.
-    for name, size, initial in (("rmem", variant.rmem, 131072), ("wmem", variant.wmem, 16384)):
+    # initial size is the variant's `*_initial` or the kernel's default, never over the
+    # maximum, so a 50 KB buffer starts at 50 KB.
+    for name, default in (("rmem", 131072), ("wmem", 16384)):
+        size, initial = getattr(variant, name), getattr(variant, f"{name}_initial")
         if size is not None:
-            out[f"net.ipv4.tcp_{name}"] = f"4096 {min(initial, size)} {size}"
+            out[f"net.ipv4.tcp_{name}"] = f"4096 {initial or min(default, size)} {size}"
     out.update({full_key(k): v for k, v in variant.sysctls.items()})
     return out
 

@@ -38,7 +38,7 @@ CAPTURE_METRICS += ("duplicate_packets", "reinjected_bytes", "unmapped_bytes")
 CAPTURE_METRICS += ("rcvbuf_k_max_bytes", "ooo_arrivals", "goodput_k_p5_bps")
 ALL_METRICS = (*CAPTURE_METRICS, "iperf3_bps")
 PATH_METRICS = ("link_util", "throughput_bps", "wire_bps", "srtt_ms", "cwnd_mean")
-PATH_METRICS += ("idle_share", "notsent_mean")
+PATH_METRICS += ("idle_share", "notsent_mean", "rwnd_limited_share", "sndbuf_limited_share")
 PATH_COLUMNS = [f"{m}.{p}" for m in PATH_METRICS for p in ("cell", "wifi")]
 
 
@@ -90,6 +90,25 @@ def ss_means() -> dict[str, tuple[float, float, float, float]]:
         notsent = [int(m[1]) if (m := re.search(r"notsent:(\d+)", i)) else 0 for _, i in fed]
         idle = sum(q == 0 for q, _ in fed) / len(fed)
         out[path] = (sum(rtts) / len(rtts), sum(cwnds) / len(cwnds), idle, sum(notsent) / len(fed))
+    return out
+
+
+def limited_shares() -> dict[str, tuple[float, float]]:
+    """Per path (rwnd_limited, sndbuf_limited) over busy, ms, at each data subflow's last
+    sample (the kernel's counters are cumulative), read with a regex; an absent limit is 0."""
+    text = (FIXTURE / "ss-server.txt").read_text()
+    rows = re.findall(r"^tcp .*\[::ffff:(10\.55\.\d\.1)\]:(\d+)\n\t(.*)", text, re.M)
+    last = {(addr, port): info for addr, port, info in rows if "busy:" in info}
+    acked = {k: int(re.search(r"bytes_acked:(\d+)", i)[1]) for k, i in last.items()}
+
+    def ms(key: str, infos: list[str]) -> int:
+        return sum(int(m[1]) if (m := re.search(rf" {key}:(\d+)ms", i)) else 0 for i in infos)
+
+    out = {}
+    for path in ("wifi", "cell"):
+        infos = [i for k, i in last.items() if CLIENT[k[0]] == path and acked[k] > 10_000]
+        busy = ms("busy", infos)
+        out[path] = (ms("rwnd_limited", infos) / busy, ms("sndbuf_limited", infos) / busy)
     return out
 
 
@@ -154,6 +173,9 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         expected[f"cwnd_mean.{path}"] = pytest.approx(srtt_cwnd[path][1])
         expected[f"idle_share.{path}"] = pytest.approx(srtt_cwnd[path][2])
         expected[f"notsent_mean.{path}"] = pytest.approx(srtt_cwnd[path][3])
+        rwnd, sndbuf = limited_shares()[path]
+        expected[f"rwnd_limited_share.{path}"] = pytest.approx(rwnd)
+        expected[f"sndbuf_limited_share.{path}"] = pytest.approx(sndbuf)
     assert row(collected, "ok") == expected
     # the paths carried data near their configured rates
     assert [round(float(expected[f"link_util.{p}"]), 1) for p in ("wifi", "cell")] == [0.9, 0.8]

@@ -132,6 +132,23 @@ def test_small_receive_buffer_starts_at_its_maximum_and_skips_core_sysctls() -> 
     assert not [k for k in out if k.startswith("net.core.")]
 
 
+def test_an_initial_buffer_is_the_sysctls_middle_value() -> None:
+    """`wmem_initial` is where an MPTCP connection's send buffer starts (it then grows only
+    to its largest subflow's): the middle value of tcp_wmem, as rmem_initial of tcp_rmem."""
+    v = Variant(name="m", rmem=10485760, rmem_initial=4194304, wmem=10485760,
+                wmem_initial=10485760)  # fmt: skip
+    out = knobs.sysctls(v)
+    assert (out["net.ipv4.tcp_rmem"], out["net.ipv4.tcp_wmem"]) == (
+        "4096 4194304 10485760",
+        "4096 10485760 10485760",
+    )
+    plain = knobs.sysctls(Variant(name="m", rmem=10485760, wmem=10485760))
+    assert (plain["net.ipv4.tcp_rmem"], plain["net.ipv4.tcp_wmem"]) == (
+        "4096 131072 10485760",
+        "4096 16384 10485760",
+    )
+
+
 def test_prr_recovery_sets_the_nopr_base_and_the_prr_algorithm() -> None:
     out = knobs.sysctls(Variant(name="v", protocol="tcp", path="wifi", recovery="prr", cc="prr"))
     nopr = presets.recovery_sysctls("nopr")  # its values: tests/unit/test_presets.py

@@ -37,6 +37,10 @@ EXPECTED = {
     "list_for_number.yaml": ":2: repetitions: must be a valid integer, got [1, 2]"
     " (allowed: >= 1 and <= 1000: with sweep points and variants, a plan has at most"
     " 100000 runs)",
+    "initial_buffer_over_swept_max.yaml": ":17: sweep.axes[variants.mptcp.rmem]: value"
+    " 524288: rmem_initial: 1048576 is over `rmem: 524288`, its maximum",
+    "initial_buffer_without_max.yaml": ":13: variants.mptcp.wmem_initial: needs `wmem:`, the"
+    " maximum it is under",
     "list_top_level.yaml": ":1: the top level must be a mapping (key: value), got a list",
     "negative_delay.yaml": ":10: paths.cell.delay_ms: must be greater than or equal to 0,"
     " got -5 (allowed: >= 0 and <= 10000: 10 s one way is beyond any real path, satellite"

@@ -44,6 +44,7 @@ def test_subflow_row_whole(frame: pd.DataFrame) -> None:
         "send_q": 1816, "notsent": None,
         "mptcp_flags": "Jec", "subflows": None,
         "write_seq": None, "snd_una": None, "rcv_nxt": None,
+        "busy_ms": 80, "rwnd_limited_ms": 0, "sndbuf_limited_ms": 24,
     }  # fmt: skip
 
 
@@ -66,12 +67,14 @@ def test_path_summary_by_hand(frame: pd.DataFrame) -> None:
                  "ssthresh_min": 138.0,
                  "delivery_rate_bps_mean": (3936560 + 891076920) / 2,
                  "retrans": 1.0, "acked_bps": (25560 - 6472) * 8 / (T2 - T1),
-                 "samples": 2.0, "notsent_mean": 0.0, "idle_share": 0.0},
+                 "samples": 2.0, "notsent_mean": 0.0, "idle_share": 0.0,
+                 "rwnd_limited_share": 0.0, "sndbuf_limited_share": 24 / 80},
         "wifi": {"srtt_ms": pytest.approx((5.357 + 44.953) / 2), "cwnd_mean": 20.0,
                  "ssthresh_min": None,
                  "delivery_rate_bps_mean": (163154928 + 4037200) / 2,
                  "retrans": 15.0, "acked_bps": (46860 - 11360) * 8 / (T2 - T1),
-                 "samples": 2.0, "notsent_mean": 34296 / 2, "idle_share": 0.0},
+                 "samples": 2.0, "notsent_mean": 34296 / 2, "idle_share": 0.0,
+                 "rwnd_limited_share": 0.0, "sndbuf_limited_share": 0.0},
     }  # fmt: skip
 
 
@@ -118,10 +121,12 @@ def test_stock_debian_kernel_61_output() -> None:
     assert summary == {
         "cell": {"srtt_ms": 75.5, "cwnd_mean": 28.0, "ssthresh_min": 28.0,
                  "delivery_rate_bps_mean": 2503672.0, "retrans": None, "acked_bps": None,
-                 "samples": 1.0, "notsent_mean": 45120.0, "idle_share": 0.0},
+                 "samples": 1.0, "notsent_mean": 45120.0, "idle_share": 0.0,
+                 "rwnd_limited_share": 0.0, "sndbuf_limited_share": 1.0},
         "wifi": {"srtt_ms": 84.595, "cwnd_mean": 33.0, "ssthresh_min": 30.0,
                  "delivery_rate_bps_mean": 3977488.0, "retrans": None, "acked_bps": None,
-                 "samples": 1.0, "notsent_mean": 58952.0, "idle_share": 0.0},
+                 "samples": 1.0, "notsent_mean": 58952.0, "idle_share": 0.0,
+                 "rwnd_limited_share": 0.0, "sndbuf_limited_share": 0.0},
     }  # fmt: skip
 
 
@@ -138,6 +143,39 @@ def test_fast_subflow_idle_behind_a_backlog_on_the_slow_path() -> None:
     slow = [1910888, 1764824, 1684632, 1623056, 1418280, 2080816]
     assert got == {"p1": (pytest.approx(4 / 6), pytest.approx(46136 / 6)),
                    "p2": (0.0, pytest.approx(sum(slow) / 6))}  # fmt: skip
+
+
+def test_fast_subflow_limited_by_the_connections_send_buffer() -> None:
+    # the same samples: at the last one the fast subflow's kernel counts busy:6324ms
+    # rwnd_limited:12ms(0.2%) sndbuf_limited:2588ms(40.9%), the slow one busy:10060ms alone
+    text = (CAPTURE.parent / "mptcp_hol_500ms_sender.txt").read_text()
+    summary = path_summary(
+        per_path(data_subflows(parse_ss(text)), {"10.1.1.2": "p1", "10.2.1.2": "p2"})
+    )
+    got = {p: (v["rwnd_limited_share"], v["sndbuf_limited_share"]) for p, v in summary.items()}
+    assert got == {"p1": (pytest.approx(12 / 6324), pytest.approx(2588 / 6324)),
+                   "p2": (0.0, 0.0)}  # fmt: skip
+
+
+def test_limited_shares_sum_a_paths_sockets_at_their_last_samples() -> None:
+    """Two sockets on one path, counters cumulative: the last sample of each (not the sum
+    over samples); no `busy` printed (an older ss, or a socket that never sent): null."""
+    text = (
+        "# 1.0\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t cubic bytes_acked:9 busy:100ms"
+        " sndbuf_limited:50ms(50.0%)\n"
+        "# 2.0\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t cubic bytes_acked:9 busy:300ms"
+        " rwnd_limited:30ms(10.0%) sndbuf_limited:60ms(20.0%)\n"
+        "tcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40001\n\t cubic bytes_acked:9 busy:100ms\n"
+    )
+    frame = per_path(parse_ss(text), {"10.0.0.2": "p"})
+    summary = path_summary(frame)["p"]
+    assert (summary["rwnd_limited_share"], summary["sndbuf_limited_share"]) == (
+        pytest.approx(30 / 400),
+        pytest.approx(60 / 400),
+    )
+    silent = per_path(parse_ss("# 1.0\ntcp ESTAB 0 0 10.0.0.1:5201 10.0.0.2:40000\n\t cubic\n"),
+                      {"10.0.0.2": "p"})  # fmt: skip
+    assert path_summary(silent)["p"]["sndbuf_limited_share"] is None
 
 
 def test_subflow_queue_counts_only_samples_after_it_carried_data() -> None:
