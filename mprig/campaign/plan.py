@@ -174,6 +174,16 @@ def bottleneck_json(b: SharedBottleneck | None) -> dict[str, Any]:
     return {"shared_bottleneck": b.model_dump(mode="json")} if b is not None else {}
 
 
+def _variant_id_json(variant: Variant) -> dict[str, Any]:
+    """The variant's parameters as its runs' ids hash them: the initial buffers, added
+    later, only where they are set, so adding them kept every earlier run id."""
+    dump = variant.model_dump(mode="json")
+    for key in ("rmem_initial", "wmem_initial"):
+        if dump[key] is None:
+            del dump[key]
+    return dump
+
+
 def _unused(traffic: Traffic) -> set[str]:
     """The workload tools' fields when another tool leaves them unset: left out of the
     hash, so adding them kept every earlier run id."""
@@ -188,7 +198,7 @@ def _run(
     repetition: int,
     shared: dict[str, Any],
 ) -> Run:
-    params = {**shared, "variant": variant.model_dump(mode="json"), "repetition": repetition}
+    params = {**shared, "variant": _variant_id_json(variant), "repetition": repetition}
     run_id = make_run_id(variant.name, point, repetition, params)
     return Run(
         run_id=run_id,
