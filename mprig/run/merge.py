@@ -70,13 +70,23 @@ def read_source(directory: Path) -> Source:
 
 
 def spec_sha256(doc: dict[str, Any]) -> str:
-    """sha256 of the campaign's spec as parsed, without `rig.inventory`: shards run on
-    different rigs by design (each bundle's run.json names its rig)."""
-    spec = json.loads(json.dumps(doc.get("spec", {})))
-    if isinstance(spec.get("rig"), dict):
+    """sha256 of the campaign's spec as parsed, without `rig.inventory` (shards run on
+    different rigs by design: each bundle's run.json names its rig) and without the keys
+    whose value is null (a spec field added since a campaign.json was written is null in a
+    new one and absent from the old: unset either way, the same campaign)."""
+    spec = _without_nulls(doc.get("spec", {}))
+    if isinstance(spec, dict) and isinstance(spec.get("rig"), dict):
         spec["rig"].pop("inventory", None)
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def plan_ids(doc: dict[str, Any]) -> list[str]:

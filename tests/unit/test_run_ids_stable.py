@@ -1,9 +1,10 @@
-"""Run ids hash every parameter of a run (mprig/campaign/plan.py), so a field added to the
-spec must leave the ids of campaigns that do not use it as they were: otherwise every
-results directory and archive made before looks like someone else's campaign, a resumed
-campaign redoes every run and `mprig backlog` plans the archived full profiles again. The
-committed archives hold ids made by earlier code; each campaign's current plan must name
-them all."""
+"""Run ids hash every parameter of a run (mprig/campaign/plan.py), and an archive is only
+added to by the campaign whose spec hashes as its campaign.json's (mprig/run/merge.py), so
+a field added to the spec must leave both as they were for campaigns that do not use it:
+otherwise every results directory and archive made before looks like someone else's
+campaign, a resumed campaign redoes every run, `mprig backlog` plans the archived full
+profiles again and `mprig run --skip-archived` refuses the archive. The committed archives
+were written by earlier code; each campaign's current spec and plan must match them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from mprig.campaign import plan
 from mprig.campaign.spec import load_campaign
+from mprig.run import bundle, merge
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVES = sorted(p.parent for p in (ROOT / "reports" / "archived-runs").glob("*/campaign.json"))
@@ -29,3 +31,12 @@ def test_every_archived_run_is_still_planned(archive: Path) -> None:
     archived = {p.parent.name for p in archive.glob("*/run.json")}
     assert archived, archive
     assert sorted(archived - planned)[:3] == [], f"{len(archived - planned)} of {len(archived)}"
+
+
+@pytest.mark.parametrize("archive", ARCHIVES, ids=lambda p: p.name)
+def test_every_archive_is_still_its_campaigns(archive: Path) -> None:
+    """The archive check of the next sitting: this campaign.json against the archive's."""
+    spec = ROOT / "experiments" / "papers" / f"{archive.name}.yaml"
+    campaign = load_campaign(spec)
+    doc = bundle.campaign_doc(str(spec), campaign, plan.expand(campaign))
+    merge.check_same_campaign([merge.Source(spec, doc), merge.read_source(archive)])
