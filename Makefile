@@ -99,9 +99,9 @@ run: setup
 
 # `make test` is what CI runs (budget 45 minutes on 2 cores): two pytest processes side by
 # side (tests/parallel.py), the unit tests then the VM tests in one, the native integration
-# tests in the other; the VM tests' campaigns run alone (tests/quiet.py). 41.4-44.4 minutes
-# in clean-clone runs here and 52.8 in stop 43's CI while the unit tests ran with the native
-# ones and waited through every quiet section (they now run before the VM tests). The
+# tests in the other; the VM tests' campaigns run alone (tests/quiet.py). 37.8 minutes in a
+# clean-clone run here on 2026-12-07; 41.4-44.4 here and 52.8 in stop 43's CI while the unit
+# tests ran with the native ones and waited through every quiet section. The
 # guest's campaigns and the native traffic tests cannot share 2 cores (tests/parallel.py).
 # Tests marked `long` (Ansible converging site.yml inside the emulated VM, about 20 minutes;
 # the ns-3 real-time engine, which needs libns3-dev) run with `make test-long`.

@@ -5,12 +5,13 @@ The VM modules (marker `vm`) keep one emulated guest busy for about 28 minutes; 
 campaign they run in the guest is a measurement and runs while the other process waits
 (tests/quiet.py), so what overlaps is the boots and the checks. Two measurements, the
 guest's campaigns and the native traffic tests, cannot share 2 cores: the wall is at least
-the quiet sections (about 21 minutes here) plus the native tests' own time. The unit tests
-(8-9 minutes, one core, no measurement) used to run in the other process, before its
-native tests, and waited through the quiet sections too: stop 43's CI took 52.8 minutes
-(the VM tests 34.3). In the VM process they wait for nothing, and the VM tests start after
-them. One after the other everything took 57-62 minutes; each campaign's rig is built
-before its quiet section (vmcampaign.rig_up: about 44 s each under emulation).
+the quiet sections (17 minutes in a clean-clone run on 2026-12-07) plus the native tests'
+own time. The unit tests (8-9 minutes, one core, no measurement) used to run in the other
+process, before its native tests, and waited through the quiet sections too: stop 43's CI
+took 52.8 minutes (the VM tests 34.3). In the VM process they wait for nothing, and the VM
+tests start after them: 37.8 minutes in that clean-clone run. One after the other
+everything took 57-62 minutes; each campaign's rig is built before its quiet section
+(vmcampaign.rig_up: about 44 s each under emulation).
 
 The native tests print here as they run; the unit and VM tests write to
 build/test-logs/vm.log (follow it with `tail -f`), which is printed when both are done.
