@@ -68,6 +68,7 @@ PATH_COLUMNS += ("rwnd_limited_share", "sndbuf_limited_share")
 _INT_FIELDS = {"cwnd", "ssthresh", "mss", "bytes_sent", "bytes_acked", "bytes_received"}
 _INT_FIELDS |= {"bytes_retrans", "lost", "unacked", "subflows", "notsent"}
 _HEX_FIELDS = {"write_seq", "snd_una", "rcv_nxt"}
+_SOCKET = ["local_port", "peer_addr", "peer_port"]  # one of the sender's sockets, in a path
 _CHRONO_FIELDS = ("busy", "rwnd_limited", "sndbuf_limited")  # `busy:1660ms`, `x:12ms(0.7%)`
 _RATE_FIELDS = {"delivery_rate": "delivery_rate_bps", "pacing_rate": "pacing_rate_bps"}
 _STATES = {"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "CLOSE"}
@@ -267,7 +268,7 @@ def _limited(rows: pd.DataFrame) -> dict[str, float | None]:
     kernel's, summed over its sockets at their last sample) in which it was limited by the
     peer's receive window, or had sent all it was given with the writer blocked on a full
     send buffer (for an MPTCP subflow, the connection's). None where ss printed no busy time."""
-    last = rows.dropna(subset=["busy_ms"]).groupby(["local_port", "peer_addr", "peer_port"])
+    last = rows.dropna(subset=["busy_ms"]).groupby(_SOCKET)
     busy = float(last["busy_ms"].max().sum())
     if not busy:
         return {"rwnd_limited_share": None, "sndbuf_limited_share": None}
@@ -295,8 +296,7 @@ def acked_bps(rows: pd.DataFrame) -> float | None:
     """Sender-side throughput: bytes newly acknowledged between a socket's first and last
     sample, bits/s, summed over the sockets in `rows`; None with fewer than two samples."""
     total, seen = 0.0, False
-    socket = ["local_port", "peer_addr", "peer_port"]
-    for _, sock in rows.dropna(subset=["bytes_acked"]).groupby(socket):
+    for _, sock in rows.dropna(subset=["bytes_acked"]).groupby(_SOCKET):
         span = float(sock["time"].max() - sock["time"].min())
         if span > 0:
             acked = int(sock["bytes_acked"].max()) - int(sock["bytes_acked"].min())

@@ -165,6 +165,7 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         **dict.fromkeys(BLOCK_METRICS),  # null: an iperf3 run writes no blocks
         **dict.fromkeys(APP_COLUMNS),  # nor requests or frames
     }  # fmt: skip
+    limited = limited_shares()
     for path in ("wifi", "cell"):
         expected[f"wire_bps.{path}"] = pytest.approx(wire[path])
         expected[f"link_util.{path}"] = per_path[path] / RATES[path]
@@ -173,7 +174,7 @@ def test_complete_run_row(collected: CampaignOutcome) -> None:
         expected[f"cwnd_mean.{path}"] = pytest.approx(srtt_cwnd[path][1])
         expected[f"idle_share.{path}"] = pytest.approx(srtt_cwnd[path][2])
         expected[f"notsent_mean.{path}"] = pytest.approx(srtt_cwnd[path][3])
-        rwnd, sndbuf = limited_shares()[path]
+        rwnd, sndbuf = limited[path]
         expected[f"rwnd_limited_share.{path}"] = pytest.approx(rwnd)
         expected[f"sndbuf_limited_share.{path}"] = pytest.approx(sndbuf)
     assert row(collected, "ok") == expected

@@ -8,7 +8,9 @@ were written by earlier code; each campaign's current spec and plan must match t
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,14 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 ARCHIVES = sorted(p.parent for p in (ROOT / "reports" / "archived-runs").glob("*/campaign.json"))
 
 
+@functools.cache
+def current(archive: Path) -> tuple[Path, Any, list[Any]]:
+    """The archive's campaign as this code plans it: (spec file, campaign, plan)."""
+    spec = ROOT / "experiments" / "papers" / f"{archive.name}.yaml"
+    campaign = load_campaign(spec)
+    return spec, campaign, plan.expand(campaign)
+
+
 def test_there_are_archives_to_check() -> None:
     assert len(ARCHIVES) >= 5
 
 
 @pytest.mark.parametrize("archive", ARCHIVES, ids=lambda p: p.name)
 def test_every_archived_run_is_still_planned(archive: Path) -> None:
-    spec = ROOT / "experiments" / "papers" / f"{archive.name}.yaml"
-    planned = {run.run_id for run in plan.expand(load_campaign(spec))}
+    planned = {run.run_id for run in current(archive)[2]}
     archived = {p.parent.name for p in archive.glob("*/run.json")}
     assert archived, archive
     assert sorted(archived - planned)[:3] == [], f"{len(archived - planned)} of {len(archived)}"
@@ -36,7 +45,6 @@ def test_every_archived_run_is_still_planned(archive: Path) -> None:
 @pytest.mark.parametrize("archive", ARCHIVES, ids=lambda p: p.name)
 def test_every_archive_is_still_its_campaigns(archive: Path) -> None:
     """The archive check of the next sitting: this campaign.json against the archive's."""
-    spec = ROOT / "experiments" / "papers" / f"{archive.name}.yaml"
-    campaign = load_campaign(spec)
-    doc = bundle.campaign_doc(str(spec), campaign, plan.expand(campaign))
+    spec, campaign, runs = current(archive)
+    doc = bundle.campaign_doc(str(spec), campaign, runs)
     merge.check_same_campaign([merge.Source(spec, doc), merge.read_source(archive)])
