@@ -8,7 +8,8 @@ not complete get a row with their status and null metrics. An unreadable artifac
 reported by file name and nulls only the metrics it feeds.
 
 Collecting is idempotent: a bundle whose metrics.json was made from the same artifacts (by
-sha256 of their content) with the same options is not analysed again (`force` re-analyses).
+sha256 of their content) with the same options is not analysed again (`force` re-analyses);
+one whose metrics.json or time series was edited since is (collectors/collect_cache.py).
 
 Integrity: a complete run whose artifacts do not match the sha256 that run.json records is
 "corrupt": its row has that status and null metrics, and the mismatch is a problem. Two
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors import apps_part, capture_part, latency_part, runparts
+from collectors import apps_part, capture_part, collect_cache, latency_part, runparts
 from collectors.cross import cross_columns, cross_part
 from collectors.nstat import SENDER_COUNTERS, sender_counters
 from collectors.runinfo import RunInfo
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # metrics.json format written here
 COLLECTOR_VERSION = 8  # bump when a metric changes or is added: bundles are re-analysed
-METRICS_JSON = "metrics.json"
-TIMESERIES = "timeseries.parquet"
+METRICS_JSON = collect_cache.METRICS_JSON
+TIMESERIES = collect_cache.TIMESERIES
 RUNS_PARQUET = "runs.parquet"
 
 ID_COLUMNS = ("campaign", "run_id", "variant", "protocol", "status")
@@ -203,7 +204,7 @@ def collect_run(directory: Path, options: Options, *, force: bool = False) -> Ru
     if problem is not None:
         return _corrupt(info, problem)
     inputs = _inputs(hashes, options)
-    if not force and (cached := _cached(directory, inputs)) is not None:
+    if not force and (cached := collect_cache.cached(directory, inputs, FORMAT)) is not None:
         return RunOutcome(info.run_id, cached["row"], list(cached.get("problems", [])), True)
     return _analyse(info, options, inputs)
 
@@ -242,16 +243,6 @@ def _inputs(hashes: dict[str, str], options: Options) -> dict[str, Any]:
             "bin_s": options.bin_s, "sha256": hashes}  # fmt: skip
 
 
-def _cached(directory: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        doc = json.loads((directory / METRICS_JSON).read_text())
-    except (OSError, ValueError):
-        return None
-    if not (directory / TIMESERIES).is_file() or not isinstance(doc, dict):
-        return None
-    return doc if doc.get("format") == FORMAT and doc.get("inputs") == inputs else None
-
-
 def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutcome:
     problems: list[str] = []
     parts = {
@@ -269,8 +260,7 @@ def _analyse(info: RunInfo, options: Options, inputs: dict[str, Any]) -> RunOutc
     doc["problems"] = [f"{info.run_id}/{p}" for p in problems]
     doc = _clean(doc)
     series = timeseries_frame(info, [s for part in parts.values() for s in part.series])
-    write_parquet(series, info.bundle / TIMESERIES)
-    fsio.write_json(info.bundle / METRICS_JSON, doc)
+    collect_cache.write(info.bundle, doc, lambda path: write_parquet(series, path))
     return RunOutcome(info.run_id, doc["row"], doc["problems"])
 
 

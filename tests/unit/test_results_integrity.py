@@ -253,3 +253,32 @@ def test_nightly_reports_corrupt_runs(tmp_path: Path) -> None:
     night = nightly.nightly("2026-01-02", second, base, hist)
     assert night.exit_code == 2
     assert "1 corrupt run" in night.verdict
+
+
+# -- collect's own outputs and run.json against the plan ------------------------------------
+
+
+def _goodput(camp: Path) -> dict[str, float]:
+    runs = pd.read_parquet(camp / "runs.parquet")
+    return dict(zip(runs["run_id"], runs["goodput_bps"], strict=True))
+
+
+@pytest.mark.parametrize("edited", ["metrics.json", "timeseries.parquet"])
+def test_an_edited_metrics_cache_is_analysed_again(tmp_path: Path, edited: str) -> None:
+    """metrics.json is reused only as collect wrote it: an edited row (or time series) is
+    never passed on as the run's result, whatever the artifacts' hashes say."""
+    camp = campaign(tmp_path, ("r1",))
+    collect_campaign(camp, Options())
+    truth = _goodput(camp)
+    if edited == "metrics.json":
+        doc = json.loads((camp / "r1" / "metrics.json").read_text())
+        doc["row"]["goodput_bps"] = 9e9
+        (camp / "r1" / "metrics.json").write_text(json.dumps(doc))
+    else:
+        series = pd.read_parquet(camp / "r1" / "timeseries.parquet")
+        series["value"] *= 10
+        series.to_parquet(camp / "r1" / "timeseries.parquet", index=False)
+    again = collect_campaign(camp, Options())
+    assert [r.reused for r in again.runs] == [False]
+    assert _goodput(camp) == truth
+    assert [r.reused for r in collect_campaign(camp, Options()).runs] == [True]
