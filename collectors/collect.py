@@ -12,7 +12,8 @@ sha256 of their content) with the same options is not analysed again (`force` re
 one whose metrics.json or time series was edited since is (collectors/collect_cache.py).
 
 Integrity: a complete run whose artifacts do not match the sha256 that run.json records is
-"corrupt": its row has that status and null metrics, and the mismatch is a problem. Two
+"corrupt": its row has that status and null metrics, and the mismatch is a problem; so is
+one whose run.json disagrees with itself or campaign.json's plan (bundle.record_problem). Two
 bundles of one run (the same run id, or the same recorded artifacts) are an error naming
 both. One collect at a time per campaign directory (the campaign lock of `mprig run`), and
 every file is written atomically (mprig/fsio.py).
@@ -174,9 +175,9 @@ def _collect_campaign(
 ) -> CampaignOutcome:
     dirs = list(bundle_dirs(root))
     check_duplicates(dirs)
-    outcomes = []
+    outcomes, plan = [], bundles.read_planned(root)
     for i, directory in enumerate(dirs, start=1):
-        outcome = collect_run(directory, options, force=force)
+        outcome = collect_run(directory, options, force=force, plan=plan)
         outcomes.append(outcome)
         if progress is not None:
             progress(i, len(dirs), outcome)
@@ -185,9 +186,11 @@ def _collect_campaign(
     return CampaignOutcome(root, outcomes, parquet)
 
 
-def collect_run(directory: Path, options: Options, *, force: bool = False) -> RunOutcome:
+def collect_run(
+    directory: Path, options: Options, *, force: bool = False, plan: bundles.Planned | None = None
+) -> RunOutcome:
     """One bundle -> its runs.parquet row (metrics.json and timeseries.parquet written for
-    a complete run)."""
+    a complete run); corrupt when its run.json disagrees with itself or PLAN."""
     try:
         info = RunInfo(directory, bundles.read_record(directory))
     except ValueError as e:
@@ -196,6 +199,8 @@ def collect_run(directory: Path, options: Options, *, force: bool = False) -> Ru
         return RunOutcome(directory.name, row, [f"{directory.name}/{message}"])
     if info.status != "complete":
         return RunOutcome(info.run_id, id_row(info))
+    if why := bundles.record_problem(directory.name, info.record, plan):
+        return _corrupt(RunInfo(directory, {**info.record, "run_id": directory.name}), why)
     try:
         hashes = content_hashes(directory)
     except OSError as e:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mprig.errors import UsageError
+from mprig.run import bundle
 from mprig.run.bundle import rig_limited_reason  # one rule for reports and --redo-rig-limited
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def load(root: str | Path) -> Results:
     check_duplicates(root, runs)
     spec = dict(campaign.get("spec") or campaign.get("campaign") or {})
     name = str(spec.get("name") or campaign.get("name") or root.name)
-    records, corrupt = _read_bundles(root, runs)
+    records, corrupt = _read_bundles(root, runs, bundle.planned(campaign))
     runs = _derive(runs)
     runs.loc[runs["run_id"].isin(list(corrupt)), "status"] = "corrupt"
     planned = tuple(_planned_runs(campaign))
@@ -208,13 +209,12 @@ def _planned_runs(campaign: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _read_bundles(
-    root: Path, runs: pd.DataFrame
+    root: Path, runs: pd.DataFrame, plan: bundle.Planned | None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Every run's run.json, and why the runs that runs.parquet calls complete cannot be
-    trusted: run.json unreadable, or its artifacts' sha256 no longer what it records (a
-    kept baseline, which has no artifacts, is checked against its baseline.json)."""
-    from mprig.run import bundle
-
+    """Every run's run.json, and why the runs that runs.parquet calls complete (or collect
+    found corrupt) cannot be trusted: run.json unreadable, its artifacts' sha256 no longer
+    what it records (a kept baseline, which has no artifacts, is checked against its
+    baseline.json), or run.json at odds with itself or PLAN (bundle.record_problem)."""
     manifest = _baseline_manifest(root)
     records: dict[str, dict[str, Any]] = {}
     corrupt: dict[str, str] = {}
@@ -226,13 +226,15 @@ def _read_bundles(
             if status == "complete" or (root / run_id / "run.json").exists():
                 corrupt[run_id] = str(e)
             continue
-        if status != "complete":
+        if status not in ("complete", "corrupt"):
             continue
         if manifest is not None:
             why = _manifest_problem(root, manifest, f"{run_id}/run.json")
         else:
             verdict = bundle.verify(root / run_id)
             why = None if verdict.ok else f"{root / run_id}: {verdict.reason}"
+        if not why and (problem := bundle.record_problem(run_id, records[run_id], plan)):
+            why = f"{root / run_id}: {problem}"
         if why:
             corrupt[run_id] = why
     return records, corrupt
@@ -259,8 +261,6 @@ def _baseline_manifest(root: Path) -> dict[str, str] | None:
 
 
 def _manifest_problem(root: Path, sums: dict[str, str], name: str) -> str | None:
-    from mprig.run import bundle
-
     path = root / name
     if name not in sums or not path.is_file():
         return f"{path}: not in {root / BASELINE_MANIFEST}"

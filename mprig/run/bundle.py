@@ -1,8 +1,9 @@
 """Run bundles: written in `.<run-id>.partial/`, renamed into place, verified on resume.
 
 See docs/bundle.md (layout) and docs/running.md (run.json keys). A bundle is complete when
-its run.json says `status: complete` and every artifact it lists has the recorded sha256;
-files it does not list (written later by `mprig collect`) are allowed.
+its run.json says `status: complete` (and no failure reason: record_problem) and every
+artifact it lists has the recorded sha256; files it does not list (written later by `mprig
+collect`) are allowed.
 """
 
 from __future__ import annotations
@@ -167,7 +168,9 @@ def verify(bundle: Path, kept: dict[str, str] | None = None) -> Verdict:
     status = str(doc.get("status"))
     if status != "complete":
         return Verdict(False, f"{status}: {doc.get('reason', 'no reason recorded')}", status)
-    problem = None if kept is not None else _artifact_problem(bundle, doc.get("artifacts"))
+    problem = record_problem(bundle.name, doc, None)
+    if problem is None and kept is None:
+        problem = _artifact_problem(bundle, doc.get("artifacts"))
     if problem:
         return Verdict(False, problem, "corrupt")
     return Verdict(True, "complete", "complete")
@@ -202,6 +205,87 @@ def kept_sums(results: Path) -> dict[str, str] | None:
     if not isinstance(sums, dict):
         raise ValueError(f"{path}: no sha256 table in it")
     return {str(k): str(v) for k, v in sums.items()}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a results directory's campaign.json says its runs are: the campaign's name and
+    each planned run (run id -> its plan entry: repetition, point, variant, paths, ...)."""
+
+    campaign: str | None
+    runs: dict[str, dict[str, Any]]
+
+
+def planned(doc: Any) -> Planned | None:
+    """campaign.json's DOC as Planned; None without a plan in it."""
+    plan = doc.get("plan") if isinstance(doc, dict) else None
+    if not isinstance(plan, list):
+        return None
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    name = doc.get("campaign") or spec.get("name")
+    runs = {str(e["run_id"]): e for e in plan if isinstance(e, dict) and "run_id" in e}
+    return Planned(str(name) if name else None, runs)
+
+
+def read_planned(results: Path) -> Planned | None:
+    """RESULTS/campaign.json as Planned; None when there is none (or it is unreadable:
+    the readers that need it say so)."""
+    try:
+        return planned(json.loads((results / CAMPAIGN_JSON).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def record_problem(name: str, record: dict[str, Any], plan: Planned | None) -> str | None:
+    """Why the run.json of bundle directory NAME cannot be the record of the run it claims,
+    or None. Its artifacts' sha256 do not cover run.json itself: a record edited after the
+    run (a failed run made complete, moved to another variant, cell, rate or run id) or
+    copied from another run is caught where it disagrees with itself or with PLAN."""
+    why = _record_why(name, record, plan)
+    return None if why is None else f"run.json {why}; {RECORD_FIX}"
+
+
+RECORD_FIX = "restore the bundle, or remove it and run it again"
+_PLANNED_KEYS = ("repetition", "point", "variant", "paths", "traffic")  # in the run id's hash
+
+
+def _record_why(name: str, record: dict[str, Any], plan: Planned | None) -> str | None:
+    if record.get("status") == "complete" and record.get("reason"):
+        return f"status complete with a failure reason ({record['reason']})"
+    if plan is None:
+        return None
+    run_id = record.get("run_id")
+    if run_id is not None and str(run_id) != name:
+        return f"run_id {run_id!r} is not its directory's name ({name})"
+    campaign = record.get("campaign")
+    if plan.campaign and campaign is not None and campaign != plan.campaign:
+        return f"campaign {campaign!r} differs from campaign.json's ({plan.campaign!r})"
+    entry = plan.runs.get(name)
+    for key in _PLANNED_KEYS if entry is not None else ():
+        if key in entry and key in record and (d := _differ(key, record[key], entry[key])):
+            return f"{d[0]} {d[1]!r} differs from campaign.json's plan ({d[2]!r})"
+    return None
+
+
+def _differ(where: str, got: Any, want: Any) -> tuple[str, Any, Any] | None:
+    """The first value GOT records otherwise than WANT plans: keys either side lacks, or
+    holds null, are left alone (a field added to the spec since: unset either way)."""
+    if got is None or want is None:
+        return None
+    if isinstance(want, str) and isinstance(got, dict):  # a plan naming its variant only
+        return _differ(f"{where}.name", got.get("name"), want)
+    if isinstance(want, dict) and isinstance(got, dict):
+        diffs = (_differ(f"{where}.{k}", got[k], v) for k, v in want.items() if k in got)
+        return next((d for d in diffs if d), None)
+    if isinstance(want, list) and isinstance(got, list) and _named(want) and _named(got):
+        mine = {g["name"]: g for g in got}
+        diffs = (_differ(f"{where}.{w['name']}", mine.get(w["name"]), w) for w in want)
+        return next((d for d in diffs if d), None)
+    return None if got == want else (where, got, want)
+
+
+def _named(items: list[Any]) -> bool:
+    return all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in items)
 
 
 def _artifact_problem(bundle: Path, artifacts: Any) -> str | None:

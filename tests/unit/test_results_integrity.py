@@ -282,3 +282,76 @@ def test_an_edited_metrics_cache_is_analysed_again(tmp_path: Path, edited: str) 
     assert [r.reused for r in again.runs] == [False]
     assert _goodput(camp) == truth
     assert [r.reused for r in collect_campaign(camp, Options()).runs] == [True]
+
+
+def planned(camp: Path) -> Path:
+    """campaign.json planning the campaign's bundles as they are, and one run never made."""
+    plan = []
+    for i, run in enumerate(sorted(p for p in camp.iterdir() if p.is_dir())):
+        record = json.loads((run / "run.json").read_text())
+        keys = ("run_id", "repetition", "seed", "point", "variant", "paths", "traffic")
+        plan.append({"index": i, **{k: record[k] for k in keys}})
+    other = {**plan[0], "run_id": "tcp-r1", "index": len(plan)}
+    other["variant"] = {**plan[0]["variant"], "name": "tcp", "protocol": "tcp"}
+    spec = {"name": "fx", "variants": [plan[0]["variant"], other["variant"]]}
+    doc = {"format": 1, "campaign": "fx", "spec": spec, "plan": [*plan, other]}
+    (camp / "campaign.json").write_text(json.dumps(doc))
+    return camp
+
+
+def _edit(record: dict[str, object], how: str) -> None:
+    variant = record["variant"]
+    paths = record["paths"]
+    assert isinstance(variant, dict) and isinstance(paths, list)
+    if how == "variant":
+        record["variant"] = {**variant, "name": "tcp", "protocol": "tcp"}
+    elif how == "variant_cc":
+        record["variant"] = {**variant, "cc": "cubic"}
+    elif how == "repetition":
+        record["repetition"] = 3
+    elif how == "rate":
+        paths[0]["down"]["rate_mbit"] = 4.0
+    elif how == "traffic":
+        record["traffic"] = {**record["traffic"], "duration_s": 60.0}  # type: ignore[dict-item]
+    elif how == "campaign":
+        record["campaign"] = "other"
+    elif how == "run_id":
+        record["run_id"] = "tcp-r1"
+    elif how == "status":
+        record["reason"] = "settings differ from the spec: net.ipv4.tcp_congestion_control"
+
+
+EDITS = {
+    "variant": "variant.name 'tcp' differs from campaign.json's plan ('mptcp')",
+    "variant_cc": "variant.cc 'cubic' differs from campaign.json's plan ('bbr')",
+    "repetition": "repetition 3 differs from campaign.json's plan (1)",
+    "rate": "paths.wifi.down.rate_mbit 4.0 differs from campaign.json's plan (2.0)",
+    "traffic": "traffic.duration_s 60.0 differs from campaign.json's plan (1.0)",
+    "campaign": "campaign 'other' differs from campaign.json's ('fx')",
+    "run_id": "run_id 'tcp-r1' is not its directory's name (r2)",
+    "status": "status complete with a failure reason (settings differ from the spec: "
+    "net.ipv4.tcp_congestion_control)",
+}
+
+
+@pytest.mark.parametrize("how", list(EDITS))
+def test_run_json_that_disagrees_with_its_plan_is_corrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """run.json's own fields are not covered by its artifacts' sha256: a record edited (a
+    failed run made complete, a run moved to another variant, cell or rate) or copied from
+    another run is corrupt in report and collect, never counted as a good run."""
+    camp = planned(campaign(tmp_path))
+    assert main(["collect", str(camp), "--quiet"]) == 0
+    record = json.loads((camp / "r2" / "run.json").read_text())
+    _edit(record, how)
+    (camp / "r2" / "run.json").write_text(json.dumps(record))
+    why = f"run.json {EDITS[how]}; restore the bundle, or remove it and run it again"
+    capsys.readouterr()
+    assert main(["report", str(camp), "--format", "md"]) == 0
+    assert "1 complete, 1 failed" in capsys.readouterr().out
+    md = (camp / "report" / "report.md").read_text()
+    assert "| r2 |" in md and f"{camp / 'r2'}: {why}" in md
+    assert main(["collect", str(camp), "--quiet"]) == 1
+    assert f"mprig: fx/r2: corrupt, excluded: {why}" in capsys.readouterr().err
+    assert statuses(camp) == {"r1": "complete", "r2": "corrupt"}
