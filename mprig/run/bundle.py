@@ -260,8 +260,8 @@ def _record_why(name: str, record: dict[str, Any], plan: Planned | None) -> str 
     campaign = record.get("campaign")
     if plan.campaign and campaign is not None and campaign != plan.campaign:
         return f"campaign {campaign!r} differs from campaign.json's ({plan.campaign!r})"
-    entry = plan.runs.get(name)
-    for key in _PLANNED_KEYS if entry is not None else ():
+    entry = plan.runs.get(name) or {}  # a run the plan does not name: reports say unplanned
+    for key in _PLANNED_KEYS:
         if key in entry and key in record and (d := _differ(key, record[key], entry[key])):
             return f"{d[0]} {d[1]!r} differs from campaign.json's plan ({d[2]!r})"
     return None
